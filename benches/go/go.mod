@@ -1,0 +1,3 @@
+module goro-bench
+
+go 1.19

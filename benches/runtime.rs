@@ -1,0 +1,241 @@
+//! Scheduler benchmarks W1–W3 of BENCHMARKS.md, goro against tokio.
+//!
+//! Each workload is written once, generic over [`Exec`] (spawn + yield), so both systems run the
+//! exact same code and the same completion mechanism ([`Signal`]). Every system runs the
+//! workload's main as a task on its own 2-worker runtime, and the time is taken inside that main
+//! task (as Go's programs in `benches/go` take it inside the main goroutine). Runtimes are built
+//! once, lazily, outside the measurement.
+//!
+//! Criterion reports the time of one whole run and the throughput in elements (= units) per
+//! second; ns per unit = 1e9 / thrpt, or `median` of `target/criterion/<group>/<system>/new/
+//! estimates.json` divided by the unit count.
+//!
+//! `cargo bench --bench runtime -- tokio` runs only the tokio rows, `-- goro` only goro's.
+
+use std::cell::OnceCell;
+use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+/// Worker threads / Ps on every system (BENCHMARKS.md: the size of the machines here).
+const WORKERS: usize = 2;
+/// W1 and W2: Gs per run.
+const SPAWNS: usize = 100_000;
+/// W3: Gs, and yields per G.
+const YIELD_TASKS: usize = 200;
+const YIELDS: usize = 1_000;
+
+/// A one-shot completion flag that any executor can await: an atomic flag plus the waker of the
+/// single waiter, so both systems are measured with the same wait-for-all mechanism.
+#[derive(Default)]
+struct Signal {
+    set: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Signal {
+    fn set(&self) {
+        self.set.store(true, Ordering::Release);
+        // Taking the lock after the store pairs with the check under the lock in `wait`: the
+        // waiter either sees the flag or has left a waker here for us to wake.
+        if let Some(w) = self.waker.lock().unwrap().take() {
+            w.wake();
+        }
+    }
+
+    fn wait(&self) -> impl Future<Output = ()> + '_ {
+        poll_fn(|cx| {
+            if self.set.load(Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            let mut slot = self.waker.lock().unwrap();
+            if self.set.load(Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            *slot = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+}
+
+/// What a workload needs from a runtime: spawn a detached task from inside it, and yield.
+trait Exec: 'static {
+    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
+    fn yield_now() -> impl Future<Output = ()> + Send;
+}
+
+struct Tokio;
+impl Exec for Tokio {
+    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
+        drop(tokio::spawn(fut)); // dropping the handle detaches the task
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        tokio::task::yield_now()
+    }
+}
+
+struct Goro;
+impl Exec for Goro {
+    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
+        drop(goro::go(fut)); // dropping the handle detaches the G, as in Go
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        goro::yield_now()
+    }
+}
+
+/// A shared countdown: the task that brings `count` to `target` sets `done`.
+struct Counter {
+    count: AtomicUsize,
+    target: usize,
+    done: Signal,
+}
+
+impl Counter {
+    fn new(target: usize) -> Arc<Self> {
+        Arc::new(Counter { count: AtomicUsize::new(0), target, done: Signal::default() })
+    }
+    fn add_one(&self) {
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
+            self.done.set();
+        }
+    }
+}
+
+/// One workload of BENCHMARKS.md, written once for every [`Exec`].
+trait Workload: 'static {
+    /// The criterion group, e.g. `W1_spawn_many`.
+    const NAME: &'static str;
+    /// Units of work in one run (the `Throughput` unit).
+    const UNITS: usize;
+    /// One run, on the runtime behind `E`, from inside its main task.
+    fn run<E: Exec>() -> impl Future<Output = ()> + Send;
+}
+
+/// W1 spawn_many: main spawns 100_000 trivial tasks, each adds 1 to a shared atomic; main waits
+/// for all of them. Unit: one task.
+struct SpawnMany;
+impl Workload for SpawnMany {
+    const NAME: &'static str = "W1_spawn_many";
+    const UNITS: usize = SPAWNS;
+    async fn run<E: Exec>() {
+        let c = Counter::new(SPAWNS);
+        for _ in 0..SPAWNS {
+            let c = c.clone();
+            E::spawn(async move { c.add_one() });
+        }
+        c.done.wait().await;
+    }
+}
+
+/// W2 chained_spawn: each task spawns the next, 100_000 deep; the last one signals main.
+/// Unit: one task.
+struct ChainedSpawn;
+impl Workload for ChainedSpawn {
+    const NAME: &'static str = "W2_chained_spawn";
+    const UNITS: usize = SPAWNS;
+    async fn run<E: Exec>() {
+        fn link<E: Exec>(left: usize, done: Arc<Signal>) {
+            E::spawn(async move {
+                if left == 0 {
+                    done.set();
+                } else {
+                    link::<E>(left - 1, done);
+                }
+            });
+        }
+        let done = Arc::new(Signal::default());
+        link::<E>(SPAWNS - 1, done.clone()); // this task plus SPAWNS - 1 more
+        done.wait().await;
+    }
+}
+
+/// W3 yield_many: 200 tasks each yield 1_000 times; main waits for all of them.
+/// Unit: one yield.
+struct YieldMany;
+impl Workload for YieldMany {
+    const NAME: &'static str = "W3_yield_many";
+    const UNITS: usize = YIELD_TASKS * YIELDS;
+    async fn run<E: Exec>() {
+        let c = Counter::new(YIELD_TASKS);
+        for _ in 0..YIELD_TASKS {
+            let c = c.clone();
+            E::spawn(async move {
+                for _ in 0..YIELDS {
+                    E::yield_now().await;
+                }
+                c.add_one();
+            });
+        }
+        c.done.wait().await;
+    }
+}
+
+/// Runs `iters` runs of `W` back to back inside the calling (main) task and returns their total
+/// time.
+async fn timed<W: Workload, E: Exec>(iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let start = Instant::now();
+        W::run::<E>().await;
+        total += start.elapsed();
+    }
+    total
+}
+
+/// The two systems' runtimes, each built on first use (so a `-- tokio` run never builds goro's).
+#[derive(Default)]
+struct Runtimes {
+    tokio: OnceCell<tokio::runtime::Runtime>,
+    goro: OnceCell<goro::Runtime>,
+}
+
+impl Runtimes {
+    fn tokio(&self) -> &tokio::runtime::Runtime {
+        self.tokio.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).build().expect("tokio runtime")
+        })
+    }
+
+    fn goro(&self) -> &goro::Runtime {
+        self.goro.get_or_init(|| {
+            let b = goro::Builder::new().max_procs(WORKERS);
+            b.build().expect("goro runtime")
+        })
+    }
+}
+
+/// One workload's group: a `tokio` row and a `goro` row, reported per unit.
+fn group<W: Workload>(c: &mut Criterion, rts: &Runtimes) {
+    let mut g = c.benchmark_group(W::NAME);
+    g.throughput(Throughput::Elements(W::UNITS as u64))
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    g.bench_function("tokio", |b| {
+        b.iter_custom(|iters| {
+            // The workload's main is a task on the runtime, not the block_on thread.
+            let rt = rts.tokio();
+            rt.block_on(rt.spawn(timed::<W, Tokio>(iters))).unwrap()
+        })
+    });
+    g.bench_function("goro", |b| {
+        // block_on runs its future as the main G on this thread.
+        b.iter_custom(|iters| rts.goro().block_on(timed::<W, Goro>(iters)))
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let rts = Runtimes::default();
+    group::<SpawnMany>(c, &rts);
+    group::<ChainedSpawn>(c, &rts);
+    group::<YieldMany>(c, &rts);
+}
+
+criterion_group!(runtime, benches);
+criterion_main!(runtime);

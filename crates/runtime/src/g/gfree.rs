@@ -1,0 +1,201 @@
+//! Recycled G memory: Go's per-P free list of dead Gs (`gfput`/`gfget`) for futures.
+//!
+//! Go never returns a dead G to the allocator: `gfput` keeps it on the P's `gFree` list (up to
+//! 64, then half moves to the global `sched.gFree`), and `newproc` takes one back with `gfget`.
+//! A goro G is a header plus a future of the user's type, so blocks are kept per *size class*:
+//! a G whose cell fits in 128, 256, ..., 2048 bytes gets a block of exactly that class, and a
+//! freed block of a class can host any later G of the same class. Larger or over-aligned Gs go
+//! straight to the allocator.
+//!
+//! The per-P lists are owned by the M that holds the P (no synchronization); the global lists
+//! sit behind one mutex and are touched only in batches of [`BATCH`].
+
+use crate::loom::Mutex;
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+/// Block sizes, smallest first.
+const CLASSES: [usize; 5] = [128, 256, 512, 1024, 2048];
+/// The alignment of every pooled block; a G that needs more is not pooled.
+const ALIGN: usize = 16;
+/// A P keeps at most this many blocks of one class (Go: 64).
+const LOCAL_MAX: usize = 64;
+/// Blocks move between a P and the global lists this many at a time (Go: 32).
+const BATCH: usize = 32;
+/// The global lists keep at most this many blocks of one class; more go back to the allocator.
+const GLOBAL_MAX: usize = 16 * 1024;
+
+/// A size class, or `None` for a G that is allocated and freed on its own.
+pub(crate) fn class_of(layout: Layout) -> Option<u8> {
+    if layout.align() > ALIGN {
+        return None;
+    }
+    CLASSES.iter().position(|&c| layout.size() <= c).map(|c| c as u8)
+}
+
+/// The layout of a block of `class`.
+pub(crate) fn class_layout(class: u8) -> Layout {
+    // CLASSES are powers of two no larger than isize::MAX and ALIGN is a power of two.
+    Layout::from_size_align(CLASSES[class as usize], ALIGN).expect("valid size class")
+}
+
+/// A block of G memory that nobody uses.
+#[derive(Debug)]
+pub(crate) struct Block(NonNull<u8>);
+
+// SAFETY: a `Block` is unused memory owned by whichever list holds it.
+unsafe impl Send for Block {}
+
+impl Block {
+    pub(crate) fn new(ptr: NonNull<u8>) -> Block {
+        Block(ptr)
+    }
+    pub(crate) fn as_ptr(&self) -> NonNull<u8> {
+        self.0
+    }
+}
+
+fn free_block(class: u8, block: Block) {
+    // SAFETY: every pooled block was allocated by `alloc_block` with `class_layout(class)`.
+    unsafe { std::alloc::dealloc(block.0.as_ptr(), class_layout(class)) }
+}
+
+/// Allocates a fresh block of `class`, aborting on allocation failure like `Box` does.
+pub(crate) fn alloc_block(class: u8) -> Block {
+    let layout = class_layout(class);
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    match NonNull::new(ptr) {
+        Some(p) => Block(p),
+        None => std::alloc::handle_alloc_error(layout),
+    }
+}
+
+/// A P's free lists (owner-only).
+#[derive(Debug, Default)]
+pub(crate) struct LocalFree {
+    lists: [Vec<Block>; CLASSES.len()],
+    /// Blocks handed out again instead of allocated (a metric).
+    pub(crate) reused: u64,
+}
+
+/// The runtime-wide free lists.
+#[derive(Debug, Default)]
+pub(crate) struct GlobalFree {
+    lists: Mutex<[Vec<Block>; CLASSES.len()]>,
+}
+
+impl LocalFree {
+    /// `gfget`: a recycled block of `class`, refilling from `global` when the P has none.
+    pub(crate) fn get(&mut self, class: u8, global: &GlobalFree) -> Option<Block> {
+        let list = &mut self.lists[class as usize];
+        if list.is_empty() {
+            let mut g = global.lists.lock();
+            let glist = &mut g[class as usize];
+            let n = glist.len().min(BATCH);
+            list.extend(glist.drain(glist.len() - n..));
+        }
+        let block = list.pop()?;
+        self.reused += 1;
+        Some(block)
+    }
+
+    /// `gfput`: keep a dead G's block, spilling half to `global` when the P has too many.
+    pub(crate) fn put(&mut self, class: u8, block: Block, global: &GlobalFree) {
+        let list = &mut self.lists[class as usize];
+        if list.capacity() == 0 {
+            list.reserve_exact(LOCAL_MAX);
+        }
+        list.push(block);
+        if list.len() >= LOCAL_MAX {
+            let mut g = global.lists.lock();
+            let glist = &mut g[class as usize];
+            for b in list.drain(LOCAL_MAX - BATCH..) {
+                if glist.len() < GLOBAL_MAX {
+                    glist.push(b);
+                } else {
+                    free_block(class, b);
+                }
+            }
+        }
+    }
+
+    /// Gives every block back to the allocator.
+    pub(crate) fn free_all(&mut self) {
+        for (class, list) in self.lists.iter_mut().enumerate() {
+            for b in list.drain(..) {
+                free_block(class as u8, b);
+            }
+        }
+    }
+
+    /// How many blocks this P holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lists.iter().map(Vec::len).sum()
+    }
+}
+
+impl GlobalFree {
+    /// Gives every block back to the allocator.
+    pub(crate) fn free_all(&self) {
+        let mut g = self.lists.lock();
+        for (class, list) in g.iter_mut().enumerate() {
+            for b in list.drain(..) {
+                free_block(class as u8, b);
+            }
+        }
+    }
+}
+
+impl Drop for GlobalFree {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+impl Drop for LocalFree {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(class_of(Layout::from_size_align(1, 1).unwrap()), Some(0));
+        assert_eq!(class_of(Layout::from_size_align(128, 8).unwrap()), Some(0));
+        assert_eq!(class_of(Layout::from_size_align(129, 8).unwrap()), Some(1));
+        assert_eq!(class_of(Layout::from_size_align(2048, 16).unwrap()), Some(4));
+        assert_eq!(class_of(Layout::from_size_align(2049, 16).unwrap()), None);
+        assert_eq!(class_of(Layout::from_size_align(64, 64).unwrap()), None);
+    }
+
+    #[test]
+    fn spill_and_refill() {
+        let global = GlobalFree::default();
+        let mut a = LocalFree::default();
+        let mut b = LocalFree::default();
+        for _ in 0..LOCAL_MAX {
+            a.put(1, alloc_block(1), &global);
+        }
+        assert_eq!(a.len(), LOCAL_MAX - BATCH);
+        // `b` has none of its own: it takes a batch from the global list.
+        assert!(b.get(1, &global).is_some());
+        assert_eq!(b.len(), BATCH - 1);
+        assert!(b.get(0, &global).is_none());
+        assert_eq!(b.reused, 1);
+    }
+}
+
+/// Frees a block to the allocator when dropped (for frees away from any P).
+pub(crate) struct FreeOnDrop(pub(crate) u8, pub(crate) Block);
+
+impl Drop for FreeOnDrop {
+    fn drop(&mut self) {
+        free_block(self.0, Block(self.1 .0));
+    }
+}

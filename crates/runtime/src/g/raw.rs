@@ -1,0 +1,349 @@
+//! The G object: a header every part of the runtime understands, followed by the future.
+//!
+//! One allocation per G, laid out as `#[repr(C)] Cell<F> { header: Header, stage: Stage<F> }`,
+//! so a `NonNull<Header>` (what run queues, wakers and `JoinHandle`s hold) can be turned back
+//! into the typed cell by the functions of the G's [`Vtable`], which are the only generic code.
+//! The block comes from the current P's free list when a block of the right size class is there
+//! (see [`gfree`](super::gfree)); that is Go's `gfget`, and freeing is `gfput`.
+
+use super::gfree::{self, Block};
+use super::state::State;
+use super::JoinError;
+use crate::loom::{AtomicBool, AtomicU8, Ordering, UnsafeCell};
+use crate::sched::Shared;
+use std::alloc::Layout;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll, Waker};
+
+/// Why a G is waiting (Go's `waitReason`), shown by debugging output. Set by the code that parks
+/// the G (a channel op, a lock); the runtime only stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[non_exhaustive]
+pub enum WaitReason {
+    /// Not waiting, or nobody said why.
+    Unknown = 0,
+    /// `chan receive`.
+    ChanReceive,
+    /// `chan send`.
+    ChanSend,
+    /// `select`.
+    Select,
+    /// `sync.Mutex.Lock`, `sync.RWMutex` and friends.
+    SyncMutexLock,
+    /// `sync.WaitGroup.Wait`.
+    SyncWaitGroupWait,
+    /// `sleep`.
+    Sleep,
+    /// `IO wait`.
+    IoWait,
+    /// `syscall`.
+    Syscall,
+}
+
+impl WaitReason {
+    /// Go's text for the reason, as `runtime.Stack` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::Unknown => "",
+            WaitReason::ChanReceive => "chan receive",
+            WaitReason::ChanSend => "chan send",
+            WaitReason::Select => "select",
+            WaitReason::SyncMutexLock => "sync.Mutex.Lock",
+            WaitReason::SyncWaitGroupWait => "sync.WaitGroup.Wait",
+            WaitReason::Sleep => "sleep",
+            WaitReason::IoWait => "IO wait",
+            WaitReason::Syscall => "syscall",
+        }
+    }
+
+    fn from_u8(v: u8) -> WaitReason {
+        match v {
+            1 => WaitReason::ChanReceive,
+            2 => WaitReason::ChanSend,
+            3 => WaitReason::Select,
+            4 => WaitReason::SyncMutexLock,
+            5 => WaitReason::SyncWaitGroupWait,
+            6 => WaitReason::Sleep,
+            7 => WaitReason::IoWait,
+            8 => WaitReason::Syscall,
+            _ => WaitReason::Unknown,
+        }
+    }
+}
+
+/// The typed operations of one G, reached through its header.
+pub(crate) struct Vtable {
+    /// Polls the future; on `Ready` (or a panic) the output is stored and `true` returned.
+    pub(crate) poll: unsafe fn(NonNull<Header>) -> bool,
+    /// Drops the future and stores `JoinError::Cancelled`.
+    pub(crate) cancel: unsafe fn(NonNull<Header>),
+    /// Drops a stored output nobody will read.
+    pub(crate) drop_output: unsafe fn(NonNull<Header>),
+    /// Moves the output into `*dst`, a `*mut Option<Result<T, JoinError>>`.
+    pub(crate) read_output: unsafe fn(NonNull<Header>, *mut ()),
+    /// Drops the cell in place and frees (or recycles) its memory.
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+}
+
+/// The part of a G that does not depend on its future's type.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) state: State,
+    pub(crate) vtable: &'static Vtable,
+    /// The runtime the G belongs to; one strong count, released when the G is freed.
+    pub(crate) shared: *const Shared,
+    /// Links in the all-Gs list (`allgs`), guarded by that list's shard lock.
+    pub(crate) all_prev: UnsafeCell<Option<NonNull<Header>>>,
+    pub(crate) all_next: UnsafeCell<Option<NonNull<Header>>>,
+    /// Go's `goid`.
+    pub(crate) goid: u64,
+    /// Where `go` was called (Go's `gopc`).
+    pub(crate) location: &'static Location<'static>,
+    /// The join waker slot; see the ownership rule in [`state`](super::state).
+    pub(crate) join_waker: UnsafeCell<Option<Waker>>,
+    pub(crate) wait_reason: AtomicU8,
+    /// Set by sysmon when the G has run too long; honoured at the next yield point.
+    pub(crate) preempt: AtomicBool,
+    /// The free-list size class of the block, or `u8::MAX` for a G allocated on its own.
+    class: u8,
+}
+
+// SAFETY: every mutable field of the header is either atomic or guarded as documented on it
+// (list links by the shard lock; the join waker by the JOIN_WAKER protocol).
+unsafe impl Send for Header {}
+// SAFETY: as above.
+unsafe impl Sync for Header {}
+
+enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    Consumed,
+}
+
+#[repr(C)]
+struct Cell<F: Future> {
+    header: Header,
+    stage: UnsafeCell<Stage<F>>,
+}
+
+impl Header {
+    /// The runtime of this G.
+    pub(crate) fn shared(&self) -> &Shared {
+        // SAFETY: the G holds a strong count on its runtime until it is freed, and `&self`
+        // proves it has not been freed.
+        unsafe { &*self.shared }
+    }
+
+    #[allow(dead_code)] // read by tracebacks and tests
+    pub(crate) fn wait_reason(&self) -> WaitReason {
+        WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_wait_reason(&self, r: WaitReason) {
+        self.wait_reason.store(r as u8, Ordering::Relaxed);
+    }
+}
+
+/// Size in bytes of the G header, for the memory report.
+pub const HEADER_SIZE: usize = std::mem::size_of::<Header>();
+
+/// Allocates a G running `future` for runtime `shared`, in state [`state::INITIAL`](super::state::INITIAL).
+///
+/// `local` is the spawning P's free list, when the spawner holds a P. The `bool` says whether the
+/// memory came from a free list.
+pub(crate) fn allocate<F>(
+    future: F,
+    shared: &StdArc<Shared>,
+    goid: u64,
+    location: &'static Location<'static>,
+    local: Option<&mut gfree::LocalFree>,
+) -> (NonNull<Header>, bool)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let layout = Layout::new::<Cell<F>>();
+    let class = gfree::class_of(layout);
+    let mut reused = false;
+    let mem: NonNull<Cell<F>> = match class {
+        Some(c) => {
+            let block = match local.and_then(|l| l.get(c, &shared.gfree)) {
+                Some(b) => {
+                    reused = true;
+                    b
+                }
+                None => gfree::alloc_block(c),
+            };
+            block.as_ptr().cast()
+        }
+        None => {
+            // SAFETY: a `Cell` is never zero-sized (the header alone is not).
+            let p = unsafe { std::alloc::alloc(layout) };
+            match NonNull::new(p) {
+                Some(p) => p.cast(),
+                None => std::alloc::handle_alloc_error(layout),
+            }
+        }
+    };
+    let cell = Cell {
+        header: Header {
+            state: State::new(super::state::INITIAL),
+            vtable: vtable::<F>(),
+            shared: StdArc::into_raw(shared.clone()),
+            all_prev: UnsafeCell::new(None),
+            all_next: UnsafeCell::new(None),
+            goid,
+            location,
+            join_waker: UnsafeCell::new(None),
+            wait_reason: AtomicU8::new(0),
+            preempt: AtomicBool::new(false),
+            class: class.unwrap_or(u8::MAX),
+        },
+        stage: UnsafeCell::new(Stage::Running(future)),
+    };
+    // SAFETY: `mem` is valid for writes of `Cell<F>`: a block of a class at least that large and
+    // at least as aligned (class_of checked both), or an allocation of exactly its layout.
+    unsafe { mem.as_ptr().write(cell) };
+    (mem.cast(), reused)
+}
+
+fn vtable<F>() -> &'static Vtable
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    &Vtable {
+        poll: poll::<F>,
+        cancel: cancel::<F>,
+        drop_output: drop_output::<F>,
+        read_output: read_output::<F>,
+        dealloc: dealloc::<F>,
+    }
+}
+
+/// # Safety
+/// `ptr` must point to a live `Cell<F>`.
+unsafe fn cell<'a, F: Future>(ptr: NonNull<Header>) -> &'a Cell<F> {
+    // SAFETY: the header is the first field of the `#[repr(C)]` cell (caller: it is a Cell<F>).
+    unsafe { ptr.cast::<Cell<F>>().as_ref() }
+}
+
+/// A waker for the G that does not own a reference: valid while the caller holds one.
+///
+/// # Safety
+/// The caller must keep a reference to the G for as long as the waker (not its clones) lives.
+pub(crate) unsafe fn borrowed_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
+    // SAFETY: `super::waker::raw` builds a waker whose drop would release a reference; it is
+    // never dropped (ManuallyDrop), and clones take their own references.
+    ManuallyDrop::new(unsafe { Waker::from_raw(super::waker::raw(ptr)) })
+}
+
+/// # Safety
+/// The caller is the M that moved the G to `RUNNING`, so it has exclusive access to the stage.
+unsafe fn poll<F: Future>(ptr: NonNull<Header>) -> bool {
+    // SAFETY: caller contract.
+    let cell = unsafe { cell::<F>(ptr) };
+    // SAFETY: the M polling holds a reference for the whole poll.
+    let waker = unsafe { borrowed_waker(ptr) };
+    let mut cx = Context::from_waker(&waker);
+    cell.stage.with_mut(|stage| {
+        // SAFETY: exclusive access (RUNNING); the future is pinned inside the G's allocation,
+        // which never moves and is dropped in place.
+        let res = catch_unwind(AssertUnwindSafe(|| match unsafe { &mut *stage } {
+            Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
+            _ => unreachable!("goro: a G was polled after it completed"),
+        }));
+        let out = match res {
+            Ok(Poll::Pending) => return false,
+            Ok(Poll::Ready(v)) => Ok(v),
+            Err(panic) => Err(JoinError::panic(cell.header.goid, cell.header.location, panic)),
+        };
+        // SAFETY: as above. Dropping the future may run user code that panics: catch it too.
+        set_stage(unsafe { &mut *stage }, Stage::Finished(out), &cell.header);
+        true
+    })
+}
+
+/// Replaces the stage, dropping the old one; a panic in that drop becomes the G's output.
+fn set_stage<F: Future>(stage: &mut Stage<F>, new: Stage<F>, header: &Header) {
+    let old = std::mem::replace(stage, Stage::Consumed);
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(old))) {
+        // The future's destructor panicked: report that instead.
+        *stage = Stage::Finished(Err(JoinError::panic(header.goid, header.location, panic)));
+        drop(new);
+        return;
+    }
+    *stage = new;
+}
+
+/// # Safety
+/// As for `poll`.
+unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: caller contract.
+    let cell = unsafe { cell::<F>(ptr) };
+    let err = JoinError::cancelled(cell.header.goid, cell.header.location);
+    // SAFETY: exclusive access (RUNNING).
+    cell.stage.with_mut(|stage| set_stage(unsafe { &mut *stage }, Stage::Finished(Err(err)), &cell.header));
+}
+
+/// # Safety
+/// The G is complete and the caller owns its output (no `JoinHandle` will read it).
+unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: caller contract.
+    let cell = unsafe { cell::<F>(ptr) };
+    // SAFETY: caller owns the stage. A panicking output destructor is swallowed: there is
+    // nobody to report it to, and it must not take the M down.
+    cell.stage.with_mut(|stage| {
+        let old = std::mem::replace(unsafe { &mut *stage }, Stage::Consumed);
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(old)));
+    });
+}
+
+/// # Safety
+/// The G is complete, the caller is its `JoinHandle`, and `dst` is a valid
+/// `*mut Option<Result<F::Output, JoinError>>`.
+unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
+    // SAFETY: caller contract.
+    let cell = unsafe { cell::<F>(ptr) };
+    // SAFETY: the JoinHandle owns the output once COMPLETE is seen with JOIN_INTEREST set.
+    let stage = cell.stage.with_mut(|stage| std::mem::replace(unsafe { &mut *stage }, Stage::Consumed));
+    match stage {
+        // SAFETY: caller contract on `dst`.
+        Stage::Finished(out) => unsafe { *dst.cast::<Option<Result<F::Output, JoinError>>>() = Some(out) },
+        _ => panic!("goro: JoinHandle polled after it returned Ready"),
+    }
+}
+
+/// # Safety
+/// The G's reference count reached zero: nothing else refers to it.
+unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+    let cell_ptr = ptr.cast::<Cell<F>>();
+    // SAFETY: caller contract: we are the only user; read the fields needed after the drop.
+    let (class, shared) = unsafe {
+        let h = &cell_ptr.as_ref().header;
+        (h.class, h.shared)
+    };
+    // SAFETY: the cell is initialized and nothing refers to it any more. Dropping the stage may
+    // run a future's destructor (only if the G never completed, which shutdown prevents) or an
+    // output's; the join waker is a plain `Waker`.
+    let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(cell_ptr.as_ptr()) }));
+    // SAFETY: `shared` came from `Arc::into_raw` in `allocate`.
+    let shared = unsafe { StdArc::from_raw(shared) };
+    if class == u8::MAX {
+        // SAFETY: allocated with exactly this layout in `allocate`.
+        unsafe { std::alloc::dealloc(cell_ptr.as_ptr().cast(), Layout::new::<Cell<F>>()) };
+    } else {
+        let block = Block::new(cell_ptr.cast());
+        crate::context::gfput(&shared, class, block);
+    }
+    drop(shared);
+    if let Err(p) = dropped {
+        std::panic::resume_unwind(p);
+    }
+}

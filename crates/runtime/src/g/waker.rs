@@ -1,0 +1,62 @@
+//! The G is its own `Waker`: the waker's data pointer is the G's header.
+//!
+//! `clone` takes a reference, `drop` releases one, and a wake runs the `NOTIFIED` transition of
+//! [`state`](super::state): only the wake that finds the G waiting enqueues it, through
+//! [`Shared::ready`](crate::sched::Shared::ready) (Go's `goready`), which puts it in the current
+//! P's `runnext` when the waker runs on an M of the G's own runtime.
+
+use super::raw::Header;
+use super::state::ToNotified;
+use std::ptr::NonNull;
+use std::task::{RawWaker, RawWakerVTable};
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
+
+/// A raw waker for `ptr` (that does not take a reference by itself).
+pub(crate) fn raw(ptr: NonNull<Header>) -> RawWaker {
+    RawWaker::new(ptr.as_ptr() as *const (), &VTABLE)
+}
+
+/// # Safety (all four)
+/// `data` is the header of a live G on which the waker holds a reference.
+unsafe fn clone(data: *const ()) -> RawWaker {
+    // SAFETY: see above.
+    let header = unsafe { &*(data as *const Header) };
+    header.state.ref_inc();
+    RawWaker::new(data, &VTABLE)
+}
+
+unsafe fn wake(data: *const ()) {
+    // SAFETY: see above; non-null because it came from a NonNull.
+    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+    // SAFETY: the waker's reference keeps the G alive until the transition below consumes it.
+    let header = unsafe { ptr.as_ref() };
+    match header.state.transition_to_notified_by_val() {
+        // The waker's reference is now the run queue's.
+        (ToNotified::Submit, _) => header.shared().ready(ptr),
+        // SAFETY: that was the last reference.
+        (ToNotified::Nothing, true) => unsafe { (header.vtable.dealloc)(ptr) },
+        (ToNotified::Nothing, false) => {}
+    }
+}
+
+unsafe fn wake_by_ref(data: *const ()) {
+    // SAFETY: see above.
+    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+    // SAFETY: the waker's reference keeps the G alive.
+    let header = unsafe { ptr.as_ref() };
+    if header.state.transition_to_notified_by_ref() == ToNotified::Submit {
+        header.shared().ready(ptr);
+    }
+}
+
+unsafe fn drop_waker(data: *const ()) {
+    // SAFETY: see above.
+    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+    // SAFETY: the waker's reference keeps the G alive until released here.
+    let header = unsafe { ptr.as_ref() };
+    if header.state.ref_dec(1) {
+        // SAFETY: that was the last reference.
+        unsafe { (header.vtable.dealloc)(ptr) };
+    }
+}

@@ -1,0 +1,55 @@
+//! goro-runtime: the G/M/P work-stealing scheduler of [goro](https://docs.rs/goro).
+//!
+//! A **G** is a spawned future with a goroutine's header (id, state, spawn location); its
+//! `Waker` is the G itself. A **P** is the right to run Gs: it owns a 256-slot local run queue
+//! and a `runnext` slot, and there are exactly `max_procs` of them. An **M** is an OS thread that
+//! runs Gs while it holds a P; idle Ms sleep and are reused. The algorithms are Go's (see
+//! `src/runtime/proc.go`), and so are many names, for readers who know Go's runtime:
+//! `runqput`, `runqget`, `runqsteal`, `findrunnable`, `wakep`, `startm`, `stopm`, `handoffp`,
+//! `gfput`/`gfget`.
+//!
+//! Most users depend on the `goro` facade crate, which re-exports this one.
+//!
+//! ```
+//! let rt = goro_runtime::Builder::new().max_procs(2).build().unwrap();
+//! let sum = rt.block_on(async {
+//!     let hs: Vec<_> = (1..=4).map(|i| goro_runtime::go(async move { i })).collect();
+//!     let mut sum = 0;
+//!     for h in hs {
+//!         sum += h.await.unwrap();
+//!     }
+//!     sum
+//! });
+//! assert_eq!(sum, 10);
+//! ```
+//!
+//! # Layout
+//! - [`g`](crate::g) (private): the G object, its lifecycle word, waker and `JoinHandle`.
+//! - `runq`: a P's lock-free ring; `globrunq`: the global queue; `p`, `m`, `sched`: the
+//!   scheduler proper; `park`: thread parking; `context`: the current M and P.
+//! - `loom`: the synchronization shim that lets loom model-check all of the above.
+
+#![warn(missing_docs)]
+
+mod config;
+mod context;
+mod g;
+mod globrunq;
+mod loom;
+mod m;
+mod metrics;
+mod p;
+mod park;
+mod runq;
+mod runtime;
+mod sched;
+mod sysmon;
+mod yield_now;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
+pub use metrics::Metrics;
+pub use runtime::{go, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};
+pub use yield_now::{yield_now, YieldNow};

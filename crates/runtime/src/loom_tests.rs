@@ -1,0 +1,1 @@
+//! Loom models of the scheduler's racy parts (run with `RUSTFLAGS="--cfg loom"`).

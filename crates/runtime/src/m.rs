@@ -1,0 +1,452 @@
+//! M: an OS thread that runs Gs while it holds a P (Go's `m`), and its scheduling loop:
+//! `schedule`, `findrunnable`, `stopm`, `execute`.
+//!
+//! Two kinds of thread are Ms: threads the runtime starts ([`mstart`]), and any thread inside
+//! `Runtime::block_on` (M0 in Go's terms), which also polls its main future whenever that future
+//! is woken. Both run the same loop; [`MCtx::main`] is what tells them apart.
+//!
+//! Sleeping Ms wait in the idle-M list (`sched.midle`) for a hand-off: whoever wakes one
+//! (`startm`) first gives it a P under the scheduler lock, then unparks it. A thread is never
+//! destroyed while the runtime lives, so a burst of work reuses the Ms of the previous one.
+
+use crate::context;
+use crate::g::{self, GPtr};
+use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering::*};
+use crate::p::{self, P, P_RUNNING};
+use crate::park::Parker;
+use crate::runq;
+use crate::sched::Shared;
+use std::cell::Cell;
+use std::sync::Arc as StdArc;
+use std::task::Wake;
+
+/// Consecutive `runnext` picks after which the ring gets a turn, so that two Gs that keep waking
+/// each other into `runnext` cannot starve the Gs queued behind them. Go relies on sysmon's
+/// 10 ms preemption for this; the bound makes it hold without waiting for sysmon.
+const RUNNEXT_STREAK_MAX: u32 = 32;
+
+const NO_P: usize = usize::MAX;
+
+/// The part of an M that other threads touch: its parker and the hand-off slot.
+pub(crate) struct M {
+    pub(crate) parker: Parker,
+    /// The P handed to this M by `startm` (Go's `m.nextp`), or `NO_P`; written under the
+    /// scheduler lock before the unpark.
+    nextp: AtomicUsize,
+    /// Whether the hand-off made this M a spinning one.
+    next_spinning: AtomicBool,
+}
+
+impl M {
+    pub(crate) fn new() -> M {
+        M { parker: Parker::new(), nextp: AtomicUsize::new(NO_P), next_spinning: AtomicBool::new(false) }
+    }
+
+    /// Called by `startm` under the scheduler lock.
+    pub(crate) fn hand(&self, p: usize, spinning: bool) {
+        self.next_spinning.store(spinning, Relaxed);
+        self.nextp.store(p, Release);
+    }
+
+    fn take_hand(&self) -> Option<(usize, bool)> {
+        let p = self.nextp.swap(NO_P, Acquire);
+        (p != NO_P).then(|| (p, self.next_spinning.load(Relaxed)))
+    }
+}
+
+/// The main future's wake-up flag, for an M inside `block_on`.
+pub(crate) struct MainState {
+    notified: AtomicBool,
+    m: StdArc<M>,
+}
+
+impl Wake for MainState {
+    fn wake(self: StdArc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &StdArc<Self>) {
+        if !self.notified.swap(true, AcqRel) {
+            self.m.parker.unpark();
+        }
+    }
+}
+
+impl MainState {
+    pub(crate) fn new(m: StdArc<M>) -> MainState {
+        // Notified from the start: the first thing block_on does is poll.
+        MainState { notified: AtomicBool::new(true), m }
+    }
+
+    pub(crate) fn take_notified(&self) -> bool {
+        self.notified.swap(false, AcqRel)
+    }
+
+    pub(crate) fn is_notified(&self) -> bool {
+        self.notified.load(Acquire)
+    }
+}
+
+/// What `findrunnable` found.
+pub(crate) enum Found {
+    G(GPtr, bool),
+    /// The main future was woken (M0 only).
+    Main,
+    Shutdown,
+}
+
+/// An M's own state, on its thread's stack, published through [`context`].
+pub(crate) struct MCtx {
+    pub(crate) shared: StdArc<Shared>,
+    pub(crate) m: StdArc<M>,
+    /// The P this M holds (Go's `m.p`).
+    pub(crate) p: Cell<Option<usize>>,
+    /// Go's `m.spinning`.
+    spinning: Cell<bool>,
+    /// Set for an M inside `block_on`.
+    main: Option<StdArc<MainState>>,
+    /// The G being polled (Go's `m.curg`).
+    pub(crate) curg: Cell<Option<GPtr>>,
+    /// After the main future yields, how many Gs run before it is polled again (so that a main
+    /// G looping on `yield_now` lets the queue run, as Go's `Gosched` does).
+    main_defer: Cell<usize>,
+}
+
+/// Entry point of an M thread started by `newm`, holding P `p`.
+pub(crate) fn mstart(shared: StdArc<Shared>, _id: usize, p: usize, spinning: bool) {
+    let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
+    ctx.acquirep(p);
+    ctx.spinning.set(spinning);
+    {
+        let _enter = context::enter(&ctx);
+        let found = ctx.schedule();
+        debug_assert!(matches!(found, Found::Shutdown));
+    }
+    ctx.shared.nthreads.fetch_sub(1, Relaxed);
+}
+
+impl MCtx {
+    pub(crate) fn new(shared: StdArc<Shared>, m: StdArc<M>, main: Option<StdArc<MainState>>) -> MCtx {
+        MCtx {
+            shared,
+            m,
+            p: Cell::new(None),
+            spinning: Cell::new(false),
+            main,
+            curg: Cell::new(None),
+            main_defer: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn acquirep(&self, p: usize) {
+        debug_assert!(self.p.get().is_none());
+        self.shared.ps[p].status.store(P_RUNNING, Relaxed);
+        self.p.set(Some(p));
+    }
+
+    /// Gives the P up (it must be handed to `pidleput` or `handoffp` by the caller).
+    pub(crate) fn releasep(&self) -> Option<usize> {
+        self.p.take()
+    }
+
+    /// Whether this M is a thread inside `block_on`.
+    pub(crate) fn is_main(&self) -> bool {
+        self.main.is_some()
+    }
+
+    fn main_pending(&self) -> bool {
+        self.main.as_ref().is_some_and(|m| m.is_notified())
+    }
+
+    /// Go's `schedule`: runs Gs until there is nothing else to do. Returns `Main` when this
+    /// M's main future was woken, `Shutdown` when the runtime stops.
+    pub(crate) fn schedule(&self) -> Found {
+        loop {
+            match self.findrunnable() {
+                Found::G(g, inherit) => {
+                    if self.spinning.get() {
+                        self.resetspinning();
+                    }
+                    self.execute(g, inherit);
+                }
+                other => {
+                    if self.spinning.get() {
+                        self.resetspinning();
+                    }
+                    return other;
+                }
+            }
+        }
+    }
+
+    /// Called after the main future returned `Pending` having woken itself.
+    pub(crate) fn defer_main(&self) {
+        let queued = self.p.get().map_or(0, |p| self.shared.ps[p].runq.len() + 1);
+        self.main_defer.set(queued.max(1));
+    }
+
+    /// Go's `execute`: runs `g` on the current P, with a fresh time slice unless `inherit`.
+    fn execute(&self, g: GPtr, inherit: bool) {
+        if let Some(pid) = self.p.get() {
+            let p = &self.shared.ps[pid];
+            // SAFETY: this M owns `p`; no G runs inside the closure.
+            let tick = unsafe {
+                p.with_local(|l| {
+                    if !inherit {
+                        l.schedtick = l.schedtick.wrapping_add(1);
+                    }
+                    l.schedtick
+                })
+            };
+            p.stats.schedtick.store(tick, Relaxed);
+        }
+        let d = self.main_defer.get();
+        if d > 0 {
+            self.main_defer.set(d - 1);
+        }
+        let outer = self.curg.replace(Some(g));
+        // SAFETY: `g` came out of a run queue with the queue's reference.
+        let again = unsafe { g::run(g) };
+        self.curg.set(outer);
+        if let Some(again) = again {
+            // It woke itself during its poll (yield_now): to the back of the queue.
+            self.shared.runqput(again, false, false);
+        }
+    }
+
+    fn become_spinning(&self) {
+        self.spinning.set(true);
+        self.shared.nmspinning.fetch_add(1, SeqCst);
+    }
+
+    /// Go's `resetspinning`: this M found work and stops spinning; if it was the last spinner,
+    /// wake another, since there may be more work than this M can take.
+    fn resetspinning(&self) {
+        self.spinning.set(false);
+        let before = self.shared.nmspinning.fetch_sub(1, SeqCst);
+        debug_assert!(before > 0, "goro: negative nmspinning");
+        if before == 1 {
+            self.shared.wakep();
+        }
+    }
+
+    /// Go's `findrunnable`: a G to run, blocking (the M sleeps) until there is one.
+    fn findrunnable(&self) -> Found {
+        let sh = &*self.shared;
+        'top: loop {
+            if sh.shutdown.load(Acquire) {
+                return Found::Shutdown;
+            }
+            if self.main_pending() && self.main_defer.get() == 0 {
+                return Found::Main;
+            }
+            let Some(pid) = self.p.get() else {
+                // Only an M in block_on gets here without a P. Take an idle one if there is,
+                // else sleep until handed one or woken for the main future.
+                if let Some(pid) = sh.pidleget() {
+                    self.acquirep(pid);
+                    continue 'top;
+                }
+                match self.stopm() {
+                    Some(found) => return found,
+                    None => continue 'top,
+                }
+            };
+            let p = &sh.ps[pid];
+
+            // Every 61st tick, check the global queue first, so a busy P cannot starve it.
+            // SAFETY: this M owns `p`.
+            let tick = unsafe { p.with_local(|l| l.schedtick) };
+            if tick % 61 == 0 && !sh.global.is_empty() {
+                if let Some(g) = sh.global.pop() {
+                    p::bump(&p.stats.global_runq_polls, 1);
+                    return Found::G(g, false);
+                }
+            }
+
+            if let Some((g, inherit)) = self.runqget(p) {
+                return Found::G(g, inherit);
+            }
+
+            if let Some(g) = self.globrunqget(p) {
+                return Found::G(g, false);
+            }
+
+            // Steal, unless enough Ms are spinning already: at most half the busy Ps' worth.
+            let busy = sh.procs - sh.npidle.load(SeqCst);
+            if self.spinning.get() || 2 * sh.nmspinning.load(SeqCst) < busy {
+                if !self.spinning.get() {
+                    self.become_spinning();
+                }
+                if let Some(g) = self.steal_work(p) {
+                    return Found::G(g, false);
+                }
+            }
+
+            if self.main_pending() {
+                return Found::Main;
+            }
+
+            // Nothing: give up the P. The global queue is checked once more under the lock, as
+            // `wakep` takes idle Ps under the same lock.
+            {
+                let mut idle = sh.idle.lock();
+                if !sh.global.is_empty() {
+                    continue 'top;
+                }
+                let pid = self.releasep().expect("held a P");
+                sh.pidleput_locked(&mut idle, pid);
+            }
+
+            // The delicate dance (Go's words): drop the spinning state, then look at every queue
+            // again, with a StoreLoad fence between, or work submitted meanwhile could be left
+            // with nobody to run it.
+            if self.spinning.get() {
+                self.spinning.set(false);
+                let before = sh.nmspinning.fetch_sub(1, SeqCst);
+                debug_assert!(before > 0, "goro: negative nmspinning");
+                fence(SeqCst);
+                if sh.any_work() {
+                    if let Some(pid) = sh.pidleget() {
+                        self.acquirep(pid);
+                        self.become_spinning();
+                        continue 'top;
+                    }
+                }
+            }
+
+            if let Some(found) = self.stopm() {
+                return found;
+            }
+        }
+    }
+
+    /// Go's `runqget` with `runnext` first (it inherits the time slice), but with the ring
+    /// taking a turn after [`RUNNEXT_STREAK_MAX`] consecutive `runnext` picks.
+    fn runqget(&self, p: &P) -> Option<(GPtr, bool)> {
+        // SAFETY (all blocks): this M owns `p`.
+        let streak = unsafe { p.with_local(|l| l.runnext_streak) };
+        if streak < RUNNEXT_STREAK_MAX {
+            if let Some(g) = unsafe { p.runq.pop_runnext() } {
+                unsafe { p.with_local(|l| l.runnext_streak += 1) };
+                p::bump(&p.stats.runnext_runs, 1);
+                return Some((g, true));
+            }
+        }
+        if let Some(g) = unsafe { p.runq.pop() } {
+            unsafe { p.with_local(|l| l.runnext_streak = 0) };
+            return Some((g, false));
+        }
+        // The ring is empty: runnext may run even past the streak bound.
+        let g = unsafe { p.runq.pop_runnext() }?;
+        unsafe { p.with_local(|l| l.runnext_streak = 1) };
+        p::bump(&p.stats.runnext_runs, 1);
+        Some((g, true))
+    }
+
+    /// Go's `globrunqget`: one G to run and a batch for the (empty) local ring.
+    fn globrunqget(&self, p: &P) -> Option<GPtr> {
+        let sh = &*self.shared;
+        let g = sh.global.pop_batch(sh.procs, runq::CAP / 2, |rest| {
+            // SAFETY: this M owns `p`, whose ring is empty (runqget just failed), and the batch
+            // is at most CAP / 2 - 1 items.
+            unsafe { p.runq.push_batch(rest) }
+        })?;
+        p::bump(&p.stats.global_runq_polls, 1);
+        Some(g)
+    }
+
+    /// Go's `stealWork`: four passes over the other Ps in random order, taking half of a
+    /// victim's ring; only the last pass may take a victim's `runnext`, and only after a short
+    /// pause if the victim is running (it is probably about to run it itself).
+    fn steal_work(&self, p: &P) -> Option<GPtr> {
+        let sh = &*self.shared;
+        for pass in 0..4 {
+            let last = pass == 3;
+            // SAFETY: this M owns `p`.
+            let r = unsafe { p.with_local(|l| l.fastrand()) };
+            for victim in sh.order.start(r) {
+                if sh.shutdown.load(Relaxed) {
+                    return None;
+                }
+                if victim == p.id {
+                    continue;
+                }
+                let v = &sh.ps[victim];
+                let pause = || {
+                    if v.status.load(Relaxed) == P_RUNNING {
+                        pause_for_runnext();
+                    }
+                    true
+                };
+                // SAFETY: this M owns `p`, whose ring is empty (we only steal after runqget
+                // and globrunqget failed).
+                if let Some((g, n)) = unsafe { v.runq.steal_into(&p.runq, last, pause) } {
+                    p::bump(&p.stats.steals, 1);
+                    p::bump(&p.stats.stolen_gs, n as u64);
+                    return Some(g);
+                }
+            }
+        }
+        None
+    }
+
+    /// Go's `stopm`: sleep in the idle-M list until handed a P (then `None`: go on scheduling),
+    /// or until this M's main future is woken or the runtime shuts down.
+    fn stopm(&self) -> Option<Found> {
+        let sh = &*self.shared;
+        debug_assert!(self.p.get().is_none());
+        {
+            let mut idle = sh.idle.lock();
+            if let Some(found) = self.stop_reason() {
+                return Some(found);
+            }
+            idle.midle.push(self.m.clone());
+            sh.nmidle.fetch_add(1, Relaxed);
+        }
+        loop {
+            self.m.parker.park();
+            let mut idle = sh.idle.lock();
+            if let Some((p, spinning)) = self.m.take_hand() {
+                // `startm` already took us off the list.
+                drop(idle);
+                self.acquirep(p);
+                if spinning {
+                    // Counted in nmspinning by whoever woke us.
+                    self.spinning.set(true);
+                }
+                return None;
+            }
+            if let Some(found) = self.stop_reason() {
+                // Still on the list (no hand-off happened, and hand-offs run under this lock).
+                let me = StdArc::as_ptr(&self.m);
+                idle.midle.retain(|m| !std::ptr::eq(StdArc::as_ptr(m), me));
+                sh.nmidle.fetch_sub(1, Relaxed);
+                return Some(found);
+            }
+        }
+    }
+
+    fn stop_reason(&self) -> Option<Found> {
+        if self.shared.shutdown.load(Acquire) {
+            Some(Found::Shutdown)
+        } else if self.main_pending() {
+            Some(Found::Main)
+        } else {
+            None
+        }
+    }
+}
+
+/// About 3 µs of waiting for a running victim to take its own `runnext` (Go's `usleep(3)`; a real
+/// sleep would take tens of µs on Linux because of timer slack, so this spins).
+fn pause_for_runnext() {
+    #[cfg(not(loom))]
+    {
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_micros(3) {
+            std::hint::spin_loop();
+        }
+    }
+    #[cfg(loom)]
+    crate::loom::spin_loop();
+}

@@ -1,0 +1,101 @@
+//! Runtime counters (Go's `runtime/metrics`, plus the scheduler events Go only shows in traces).
+
+use crate::loom::Ordering::Relaxed;
+use crate::sched::Shared;
+
+/// A snapshot of a runtime's state and counters; see [`metrics`](crate::metrics).
+///
+/// Gauges (`goroutines` .. `local_runq`) describe the moment of the call; the counters
+/// (`spawned` and below) only grow over the runtime's life.
+///
+/// ```
+/// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+/// rt.block_on(async { goro::go(async {}).await.unwrap() });
+/// let m = rt.metrics();
+/// assert_eq!(m.procs, 2);
+/// assert!(m.spawned >= 1);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Live Gs, main Gs (threads in `block_on`) included (Go's `NumGoroutine`).
+    pub goroutines: usize,
+    /// Ps (Go's `GOMAXPROCS`).
+    pub procs: usize,
+    /// Ms: threads the runtime started that are alive, plus threads inside `block_on`.
+    pub threads: usize,
+    /// Ps owned by no M.
+    pub idle_procs: usize,
+    /// Ms looking for work to steal.
+    pub spinning_threads: usize,
+    /// Ms asleep in the idle-M list.
+    pub idle_threads: usize,
+    /// Gs in the global run queue.
+    pub global_runq: usize,
+    /// Gs in the Ps' local rings (not counting `runnext`).
+    pub local_runq: usize,
+    /// Gs spawned.
+    pub spawned: u64,
+    /// Spawns whose memory came from a P's free list of dead Gs (Go's `gfget`).
+    pub gfree_reused: u64,
+    /// Successful steals (each moves half of a victim's queue).
+    pub steals: u64,
+    /// Gs moved by steals.
+    pub stolen_gs: u64,
+    /// Ps handed to another M because theirs left or blocked (`handoffp` that started an M).
+    pub handoffs: u64,
+    /// Gs run from a P's `runnext` slot.
+    pub runnext_runs: u64,
+    /// Times an M took work from the global run queue.
+    pub global_runq_polls: u64,
+    /// Preemption requests made by sysmon.
+    pub preemptions: u64,
+    /// Times a full local ring spilled half of itself to the global queue (`runqputslow`).
+    pub local_runq_overflows: u64,
+}
+
+impl Metrics {
+    pub(crate) fn collect(sh: &Shared) -> Metrics {
+        let mut m = Metrics {
+            goroutines: sh.num_goroutine(),
+            procs: sh.procs,
+            threads: sh.nthreads.load(Relaxed) + sh.nmains.load(Relaxed),
+            idle_procs: sh.npidle.load(Relaxed),
+            spinning_threads: sh.nmspinning.load(Relaxed),
+            idle_threads: sh.nmidle.load(Relaxed),
+            global_runq: sh.global.len(),
+            handoffs: sh.handoffs.load(Relaxed),
+            ..Metrics::default()
+        };
+        for p in sh.ps.iter() {
+            let s = &p.stats;
+            m.local_runq += p.runq.len();
+            m.spawned += s.spawned.load(Relaxed);
+            m.gfree_reused += s.gfree_reused.load(Relaxed);
+            m.steals += s.steals.load(Relaxed);
+            m.stolen_gs += s.stolen_gs.load(Relaxed);
+            m.runnext_runs += s.runnext_runs.load(Relaxed);
+            m.global_runq_polls += s.global_runq_polls.load(Relaxed);
+            m.local_runq_overflows += s.local_runq_overflows.load(Relaxed);
+        }
+        m
+    }
+}
+
+/// Go's `schedtrace` line: `SCHED 1000ms: gomaxprocs=2 idleprocs=0 threads=4
+/// spinningthreads=0 idlethreads=1 runqueue=0 [3 1]`.
+pub(crate) fn schedtrace_line(sh: &Shared) -> String {
+    let m = Metrics::collect(sh);
+    let locals: Vec<String> = sh.ps.iter().map(|p| p.runq.len().to_string()).collect();
+    format!(
+        "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
+        sh.start.elapsed().as_millis(),
+        m.procs,
+        m.idle_procs,
+        m.threads,
+        m.spinning_threads,
+        m.idle_threads,
+        m.global_runq,
+        locals.join(" ")
+    )
+}

@@ -1,0 +1,188 @@
+//! P: a processor, the right to run Gs (Go's `p`). There are exactly `max_procs` of them; an M
+//! must hold one to run Gs.
+//!
+//! A P's run queue is shared with thieves (lock-free, see [`runq`](crate::runq)). Everything
+//! else of a P (`PLocal`) belongs to whichever M holds the P: ownership moves only through the
+//! idle-P list under the scheduler lock (or a hand-off under the same lock), which orders one
+//! owner's accesses before the next's. Counters that metrics read are atomics written only by the
+//! owner (a relaxed load and store, no read-modify-write).
+
+use crate::g::gfree::LocalFree;
+use crate::g::raw::Header;
+use crate::loom::{AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
+use crate::runq::LocalQueue;
+use crossbeam_utils::CachePadded;
+
+/// Go's `_Pidle`: in the idle list, owned by nobody.
+pub(crate) const P_IDLE: u8 = 0;
+/// Go's `_Prunning`: owned by an M that is running Gs.
+pub(crate) const P_RUNNING: u8 = 1;
+
+/// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
+const GOID_BATCH: u64 = 16;
+
+pub(crate) struct P {
+    pub(crate) id: usize,
+    pub(crate) runq: LocalQueue<Header>,
+    pub(crate) status: AtomicU8,
+    local: UnsafeCell<PLocal>,
+    pub(crate) stats: CachePadded<PStats>,
+}
+
+// SAFETY: `local` is only accessed by the M that owns the P (see the module docs); all else is
+// atomic.
+unsafe impl Sync for P {}
+// SAFETY: as above; `PLocal`'s free-list blocks are plain memory.
+unsafe impl Send for P {}
+
+/// The owner-only part of a P.
+pub(crate) struct PLocal {
+    /// Incremented each time a G is scheduled with a fresh time slice (Go's `schedtick`).
+    pub(crate) schedtick: u32,
+    /// Consecutive Gs taken from `runnext` while the ring had work (see `runqget`).
+    pub(crate) runnext_streak: u32,
+    pub(crate) gfree: LocalFree,
+    goid_next: u64,
+    goid_end: u64,
+    rng: u64,
+}
+
+/// Counters of one P, read by `metrics()`.
+#[derive(Default)]
+pub(crate) struct PStats {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) steals: AtomicU64,
+    pub(crate) stolen_gs: AtomicU64,
+    pub(crate) runnext_runs: AtomicU64,
+    pub(crate) global_runq_polls: AtomicU64,
+    pub(crate) local_runq_overflows: AtomicU64,
+    pub(crate) gfree_reused: AtomicU64,
+    /// A copy of `schedtick` for sysmon, which must not touch `PLocal`.
+    pub(crate) schedtick: AtomicU32,
+}
+
+/// Adds to an owner-written counter without a read-modify-write instruction.
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+impl P {
+    pub(crate) fn new(id: usize) -> P {
+        P {
+            id,
+            runq: LocalQueue::new(),
+            status: AtomicU8::new(P_IDLE),
+            local: UnsafeCell::new(PLocal {
+                schedtick: 0,
+                runnext_streak: 0,
+                gfree: LocalFree::default(),
+                goid_next: 0,
+                goid_end: 0,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
+            }),
+            stats: CachePadded::new(PStats::default()),
+        }
+    }
+
+    /// Runs `f` on the owner-only state.
+    ///
+    /// # Safety
+    /// The calling thread must own the P, and `f` must not re-enter `with_local` of the same P
+    /// (it must not poll Gs or drop them).
+    #[inline]
+    pub(crate) unsafe fn with_local<R>(&self, f: impl FnOnce(&mut PLocal) -> R) -> R {
+        // SAFETY: caller contract: exclusive, non-reentrant access.
+        self.local.with_mut(|l| f(unsafe { &mut *l }))
+    }
+}
+
+impl PLocal {
+    /// Go's `goid` allocation: from the P's cache, refilled from the runtime counter.
+    pub(crate) fn next_goid(&mut self, gen: &AtomicU64) -> u64 {
+        if self.goid_next == self.goid_end {
+            let start = gen.fetch_add(GOID_BATCH, Relaxed);
+            self.goid_next = start;
+            self.goid_end = start + GOID_BATCH;
+        }
+        let id = self.goid_next;
+        self.goid_next += 1;
+        id
+    }
+
+    /// A fast per-P random number (wyrand), for steal order.
+    pub(crate) fn fastrand(&mut self) -> u32 {
+        self.rng = self.rng.wrapping_add(0xA076_1D64_78BD_642F);
+        let t = u128::from(self.rng) * u128::from(self.rng ^ 0xE703_7ED1_A0B4_28DB);
+        ((t >> 64) as u64 ^ t as u64) as u32
+    }
+}
+
+/// Go's `randomOrder`: visits `0..count` in a pseudo-random order by stepping with a stride
+/// coprime to `count`, so every P is visited exactly once per pass.
+pub(crate) struct RandomOrder {
+    count: u32,
+    coprimes: Vec<u32>,
+}
+
+impl RandomOrder {
+    pub(crate) fn new(count: usize) -> RandomOrder {
+        let count = count as u32;
+        let coprimes = (1..=count.max(1)).filter(|&i| gcd(i, count) == 1).collect();
+        RandomOrder { count, coprimes }
+    }
+
+    /// The order starting from random value `r`.
+    pub(crate) fn start(&self, r: u32) -> impl Iterator<Item = usize> + '_ {
+        let count = self.count.max(1);
+        let inc = self.coprimes[(r / count) as usize % self.coprimes.len()];
+        let mut pos = r % count;
+        (0..self.count).map(move |_| {
+            let p = pos;
+            pos = (pos + inc) % count;
+            p as usize
+        })
+    }
+}
+
+fn gcd(mut a: u32, mut b: u32) -> u32 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_order_visits_each_once() {
+        for n in 1..12 {
+            let ord = RandomOrder::new(n);
+            for r in [0u32, 1, 7, 12345, u32::MAX] {
+                let mut seen: Vec<usize> = ord.start(r).collect();
+                seen.sort();
+                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n} r={r}");
+            }
+        }
+    }
+
+    #[test]
+    fn goids_are_unique_across_ps() {
+        let gen = AtomicU64::new(1);
+        let a = P::new(0);
+        let b = P::new(1);
+        let mut ids = Vec::new();
+        for _ in 0..40 {
+            // SAFETY: this test thread is the only user of both Ps.
+            unsafe {
+                ids.push(a.with_local(|l| l.next_goid(&gen)));
+                ids.push(b.with_local(|l| l.next_goid(&gen)));
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 80);
+    }
+}

@@ -1,0 +1,430 @@
+//! The public face of the scheduler: [`Builder`], [`Runtime`], [`run`], [`go`], and the
+//! process-wide queries [`max_procs`] and [`num_goroutine`].
+
+use crate::config::{self, Config};
+use crate::context;
+use crate::g::{self, JoinHandle};
+use crate::m::{Found, MCtx, MainState, M};
+use crate::metrics::Metrics;
+use crate::sched::Shared;
+use crate::sysmon::Sysmon;
+use std::future::Future;
+use std::io;
+use std::panic::Location;
+use std::pin::pin;
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll, Waker};
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// let rt = goro::Builder::new().max_procs(2).thread_name("worker").build()?;
+/// assert_eq!(rt.block_on(async { goro::max_procs() }), 2);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    max_procs: Option<usize>,
+    max_threads: usize,
+    thread_name: String,
+    stack_size: Option<usize>,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with Go's defaults: `max_procs` from `GORO_MAXPROCS` or the number of CPUs,
+    /// at most 10 000 threads.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn new() -> Builder {
+        Builder {
+            max_procs: None,
+            max_threads: config::DEFAULT_MAX_THREADS,
+            thread_name: "goro-m".to_owned(),
+            stack_size: None,
+        }
+    }
+
+    /// The number of Ps: at most this many threads run Gs at once (Go's `GOMAXPROCS`).
+    /// `0` makes [`build`](Self::build) fail with `InvalidInput`.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().max_procs(1).build().unwrap();
+    /// assert_eq!(rt.block_on(async { goro::max_procs() }), 1);
+    /// assert!(goro::Builder::new().max_procs(0).build().is_err());
+    /// ```
+    pub fn max_procs(mut self, n: usize) -> Builder {
+        self.max_procs = Some(n);
+        self
+    }
+
+    /// The most OS threads the runtime may start (Go's `debug.SetMaxThreads`, default 10 000).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().max_procs(2).max_threads(64).build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn max_threads(mut self, n: usize) -> Builder {
+        self.max_threads = n;
+        self
+    }
+
+    /// The name of the runtime's threads (`{name}-{n}`; default `goro-m`).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().thread_name("pool").build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The stack size of the runtime's threads, in bytes (default: std's).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().thread_stack_size(4 << 20).build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn thread_stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Builds the runtime. No thread starts until there is work for one.
+    ///
+    /// # Errors
+    /// `InvalidInput` for `max_procs(0)`, `max_threads(0)` or `thread_stack_size(0)`.
+    ///
+    /// ```
+    /// let err = goro::Builder::new().max_procs(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// assert!(err.to_string().contains("max_procs"));
+    /// ```
+    pub fn build(self) -> io::Result<Runtime> {
+        let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+        let max_procs = match self.max_procs {
+            Some(0) => return invalid("goro: Builder::max_procs(0): a runtime needs at least one P".into()),
+            Some(n) => n,
+            None => config::default_max_procs(),
+        };
+        if self.max_threads == 0 {
+            return invalid("goro: Builder::max_threads(0): a runtime needs at least one thread".into());
+        }
+        if self.stack_size == Some(0) {
+            return invalid("goro: Builder::thread_stack_size(0): a thread needs a stack".into());
+        }
+        let debug = config::debug_vars();
+        let config = Config {
+            max_procs,
+            max_threads: self.max_threads,
+            thread_name: self.thread_name,
+            stack_size: self.stack_size,
+            schedtrace: debug.schedtrace,
+        };
+        let shared = StdArc::new(Shared::new(config));
+        let sysmon = match shared.config.schedtrace {
+            Some(every) => Some(Sysmon::start(shared.clone(), every)?),
+            None => None,
+        };
+        Ok(Runtime { shared, sysmon })
+    }
+}
+
+/// A goro runtime: `max_procs` Ps, the Ms that run them, and every G spawned on it.
+///
+/// Several runtimes may live in one process, each with its own Ps and threads. Dropping the
+/// runtime stops it: every G still alive has its future dropped (destructors run), and every
+/// thread it started is joined.
+///
+/// ```
+/// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+/// let h = rt.spawn(async { 1 + 1 });
+/// assert_eq!(rt.block_on(h).unwrap(), 2);
+/// ```
+pub struct Runtime {
+    shared: StdArc<Shared>,
+    sysmon: Option<Sysmon>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("max_procs", &self.shared.procs).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Runs `future` to completion on the calling thread, which becomes an M of this runtime
+    /// (Go's M0) for the duration: while the future waits, the thread runs Gs like any M.
+    ///
+    /// The future need not be `Send` or `'static`: it never leaves this thread. A panic in it
+    /// propagates out of `block_on`.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().build().unwrap();
+    /// let local = String::from("borrowed");
+    /// let n = rt.block_on(async { local.len() });
+    /// assert_eq!(n, 8);
+    /// ```
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let shared = &self.shared;
+        let m = StdArc::new(M::new());
+        let main = StdArc::new(MainState::new(m.clone()));
+        let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
+        let _enter = context::enter(&ctx);
+        shared.nmains.fetch_add(1, Relaxed);
+        if let Some(p) = shared.pidleget() {
+            ctx.acquirep(p);
+        }
+        let _leave = LeaveBlockOn(&ctx);
+        let waker = Waker::from(main.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if main.take_notified() {
+                if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                    return out;
+                }
+                if main.is_notified() {
+                    // The main future woke itself (yield_now): let the queued Gs run first.
+                    ctx.defer_main();
+                }
+            }
+            match ctx.schedule() {
+                Found::Main => {}
+                Found::Shutdown => ctx.m.parker.park(),
+                Found::G(..) => unreachable!("schedule runs the Gs it finds"),
+            }
+        }
+    }
+
+    /// Spawns a G on this runtime from any thread (inside or outside it).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().build().unwrap();
+    /// let h = std::thread::scope(|s| s.spawn(|| rt.spawn(async { 7 })).join().unwrap());
+    /// assert_eq!(h.join().unwrap(), 7);
+    /// ```
+    #[track_caller]
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future, Location::caller())
+    }
+
+    /// This runtime's counters; see [`Metrics`].
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    /// assert_eq!(rt.metrics().procs, 2);
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        Metrics::collect(&self.shared)
+    }
+
+    fn shutdown(&mut self) {
+        let sh = &*self.shared;
+        let on_own_m = context::with(|c| c.is_some_and(|c| std::ptr::eq(&*c.shared, sh) && !c.is_main()));
+        if on_own_m {
+            // Joining our own thread would deadlock. Ms still stop; Gs are left to their refs.
+            sh.shutdown.store(true, SeqCst);
+            config::warn_once("goro: a Runtime was dropped on one of its own threads; its Gs are not dropped");
+            return;
+        }
+        sh.shutdown.store(true, SeqCst);
+        for m in sh.idle.lock().midle.iter() {
+            m.parker.unpark();
+        }
+        loop {
+            let threads = std::mem::take(&mut *sh.threads.lock());
+            if threads.is_empty() {
+                break;
+            }
+            for t in threads {
+                let _ = t.join();
+            }
+        }
+        if let Some(s) = self.sysmon.take() {
+            s.stop();
+        }
+        // No M runs now. Drop every G still alive, inside the runtime's context (with no P) so
+        // that destructors which spawn or wake find a runtime that refuses politely.
+        let ctx = MCtx::new(self.shared.clone(), StdArc::new(M::new()), None);
+        let _enter = context::enter(&ctx);
+        // SAFETY (all three): no M runs, and each G handed to us comes with a reference we own.
+        sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
+        for p in sh.ps.iter() {
+            p.runq.drain(|g| unsafe { g::drop_ref(g) });
+        }
+        sh.global.drain(|g| unsafe { g::drop_ref(g) });
+        for p in sh.ps.iter() {
+            // SAFETY: no M runs, so this thread is the only user of every P.
+            unsafe { p.with_local(|l| l.gfree.free_all()) };
+        }
+        sh.gfree.free_all();
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Leaving `block_on` (also by panic): give the P up and stop counting the main G.
+struct LeaveBlockOn<'a>(&'a MCtx);
+
+impl Drop for LeaveBlockOn<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.releasep() {
+            self.0.shared.handoffp(p);
+        }
+        self.0.shared.nmains.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Runs `future` as the main G of a new runtime, and returns its output (Go's `func main`).
+///
+/// The calling thread becomes M0. When the future returns, every G still alive is dropped
+/// (their destructors run) and the runtime's threads stop, as a Go program exits when `main`
+/// returns. `max_procs` comes from `GORO_MAXPROCS`, else the number of CPUs; use [`Builder`]
+/// for anything else.
+///
+/// ```
+/// let answer = goro::run(async {
+///     let h = goro::go(async { 21 * 2 });
+///     h.await.unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+///
+/// # Panics
+/// If the runtime cannot be built (the OS refuses a thread), or if `future` panics.
+pub fn run<F: Future>(future: F) -> F::Output {
+    let rt = Builder::new().build().unwrap_or_else(|e| panic!("goro::run: cannot build the runtime: {e}"));
+    rt.block_on(future)
+}
+
+/// Starts a G running `future`: Go's `go` statement.
+///
+/// The G starts soon, on the current P if possible. The [`JoinHandle`] gives its result; drop
+/// it to detach the G, as in Go. A panic in the G is caught and returned through the handle
+/// (it never takes the runtime down).
+///
+/// ```
+/// goro::run(async {
+///     let handles: Vec<_> = (0..10).map(|i| goro::go(async move { i * i })).collect();
+///     let mut sum = 0;
+///     for h in handles {
+///         sum += h.await.unwrap();
+///     }
+///     assert_eq!(sum, 285);
+/// });
+/// ```
+///
+/// # Panics
+/// When called outside a goro runtime (no `goro::run`, `#[goro::main]` or `block_on` on this
+/// thread); use [`Runtime::spawn`] from other threads.
+#[track_caller]
+pub fn go<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let location = Location::caller();
+    context::with(|ctx| {
+        match ctx {
+        Some(ctx) => ctx.shared.spawn(future, location),
+        None => panic!(
+            "goro::go called outside a goro runtime (at {location}): start one with goro::run(async {{ .. }}) or #[goro::main], or use Runtime::spawn from a plain thread"
+        ),
+    }
+    })
+}
+
+/// `go!{ body }` is `go(async move { body })`: the closest Rust gets to Go's `go func() { .. }()`.
+///
+/// ```
+/// goro::run(async {
+///     let (a, b) = (2, 3);
+///     let h = goro::go! { a * b };
+///     assert_eq!(h.await.unwrap(), 6);
+/// });
+/// ```
+#[macro_export]
+macro_rules! go {
+    ($($body:tt)*) => {
+        $crate::go(async move { $($body)* })
+    };
+}
+
+/// The number of Ps of the current runtime (Go's `runtime.GOMAXPROCS(0)`); outside any
+/// runtime, the number a new one would get.
+///
+/// ```
+/// let rt = goro::Builder::new().max_procs(3).build().unwrap();
+/// assert_eq!(rt.block_on(async { goro::max_procs() }), 3);
+/// ```
+pub fn max_procs() -> usize {
+    context::with(|ctx| ctx.map(|c| c.shared.procs)).unwrap_or_else(config::default_max_procs)
+}
+
+/// The number of live Gs in the current runtime, main included (Go's
+/// `runtime.NumGoroutine()`); `0` outside any runtime.
+///
+/// ```
+/// goro::run(async {
+///     assert_eq!(goro::num_goroutine(), 1); // main
+/// });
+/// ```
+pub fn num_goroutine() -> usize {
+    context::with(|ctx| ctx.map_or(0, |c| c.shared.num_goroutine()))
+}
+
+/// The counters of the current runtime (Go's `runtime/metrics`).
+///
+/// ```
+/// goro::run(async {
+///     goro::go(async {}).await.unwrap();
+///     let m = goro::runtime::metrics();
+///     assert!(m.spawned >= 1);
+/// });
+/// ```
+///
+/// # Panics
+/// Outside a goro runtime; use [`Runtime::metrics`] there.
+pub fn metrics() -> Metrics {
+    context::with(|ctx| match ctx {
+        Some(c) => Metrics::collect(&c.shared),
+        None => panic!("goro::runtime::metrics called outside a goro runtime; use Runtime::metrics"),
+    })
+}
+
+/// Records why the current G is about to wait (Go's `gopark` reason), for debugging output.
+/// Channel and lock implementations call it before returning `Pending`; outside a G it does
+/// nothing.
+///
+/// ```
+/// goro::run(async {
+///     goro::go(async { goro::runtime::set_wait_reason(goro::WaitReason::ChanReceive) }).await.unwrap();
+/// });
+/// ```
+pub fn set_wait_reason(reason: crate::g::WaitReason) {
+    context::with(|ctx| {
+        if let Some(g) = ctx.and_then(|c| c.curg.get()) {
+            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+            unsafe { g.as_ref() }.set_wait_reason(reason);
+        }
+    })
+}

@@ -1,0 +1,329 @@
+//! The scheduler's shared state (Go's `schedt` plus `allp`): the Ps, the global run queue, the
+//! idle P and M lists, and the operations that move work and Ms around: `newproc` (spawn),
+//! `goready` ([`Shared::ready`]), `runqput`, `wakep`, `startm`, `handoffp`.
+//!
+//! # No lost wake-ups
+//!
+//! An M may only sleep when no runnable G is left unattended. Go's argument, kept here:
+//!
+//! - Whoever makes work runnable and sees an idle P and no spinning M starts one (`wakep`);
+//!   the spinning M then finds the work or, before it sleeps, drops its spinning state and
+//!   re-checks every queue. Both sides do "write, `SeqCst` fence, read": the submitter writes
+//!   the queue then reads `nmspinning`/`npidle`; the spinner decrements `nmspinning` then reads
+//!   the queues. Sequential consistency of the fences means at least one of them sees the
+//!   other's write, so either the submitter wakes someone or the spinner finds the work.
+//! - A submitter that sees `npidle == 0` wakes nobody: every P is owned by an M that will look
+//!   at the global queue (under the scheduler lock) before it gives its P up, and a G in a P's
+//!   own ring is found by that P's owner.
+//! - An M that gives up its P re-checks the global queue under the scheduler lock, the same lock
+//!   under which `wakep` takes an idle P: a push that comes later finds the idle P.
+//!
+//! The loom model in `tests::loom_sched` runs these paths against each other.
+
+use crate::g::allgs::AllGs;
+use crate::g::gfree::GlobalFree;
+use crate::g::raw::{self, Header};
+use crate::g::{self, GPtr, JoinHandle};
+use crate::globrunq::GlobalQueue;
+use crate::loom::{fence, thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
+use crate::m::{self, M};
+use crate::p::{self, RandomOrder, P, P_IDLE};
+use crate::{config::Config, context};
+use crossbeam_utils::CachePadded;
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc as StdArc;
+use std::time::Instant;
+
+/// The idle lists, under the scheduler lock (Go's `sched.lock`).
+pub(crate) struct Idle {
+    /// Idle Ps (Go's `sched.pidle`).
+    pub(crate) pidle: Vec<usize>,
+    /// Sleeping Ms (Go's `sched.midle`).
+    pub(crate) midle: Vec<StdArc<M>>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) ps: Box<[P]>,
+    pub(crate) procs: usize,
+    pub(crate) order: RandomOrder,
+    pub(crate) global: GlobalQueue<Header>,
+    pub(crate) allgs: AllGs,
+    pub(crate) gfree: GlobalFree,
+    pub(crate) idle: Mutex<Idle>,
+    pub(crate) npidle: CachePadded<AtomicUsize>,
+    pub(crate) nmspinning: CachePadded<AtomicUsize>,
+    /// Ms sleeping in `stopm` (for schedtrace and metrics).
+    pub(crate) nmidle: AtomicUsize,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) goidgen: AtomicU64,
+    pub(crate) config: Config,
+    /// Threads this runtime started (Ms), joined at shutdown.
+    pub(crate) threads: Mutex<Vec<thread::JoinHandle<()>>>,
+    /// Ms started so far (ids), and Ms alive now.
+    pub(crate) mcount: AtomicUsize,
+    pub(crate) nthreads: AtomicUsize,
+    /// Threads inside `block_on` right now (each is an M, and its future a main G).
+    pub(crate) nmains: AtomicUsize,
+    pub(crate) handoffs: AtomicU64,
+    pub(crate) start: Instant,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Shared {
+        let procs = config.max_procs;
+        Shared {
+            ps: (0..procs).map(P::new).collect(),
+            procs,
+            order: RandomOrder::new(procs),
+            global: GlobalQueue::new(),
+            allgs: AllGs::new(procs),
+            gfree: GlobalFree::default(),
+            // Popped from the back: P0 is handed out first.
+            idle: Mutex::new(Idle { pidle: (0..procs).rev().collect(), midle: Vec::new() }),
+            npidle: CachePadded::new(AtomicUsize::new(procs)),
+            nmspinning: CachePadded::new(AtomicUsize::new(0)),
+            nmidle: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            goidgen: AtomicU64::new(1),
+            config,
+            threads: Mutex::new(Vec::new()),
+            mcount: AtomicUsize::new(0),
+            nthreads: AtomicUsize::new(0),
+            nmains: AtomicUsize::new(0),
+            handoffs: AtomicU64::new(0),
+            start: Instant::now(),
+        }
+    }
+
+    /// `newproc`: creates a G running `future` and makes it runnable.
+    ///
+    /// On an M of this runtime with a P, the G goes to that P's `runnext` (Go does the same: a
+    /// new G runs soon, on the P that created it, warm in cache), and another M is woken to
+    /// steal the rest. Anywhere else it goes to the global queue.
+    pub(crate) fn spawn<F>(
+        self: &StdArc<Self>,
+        future: F,
+        location: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let g = context::with(|ctx| match context::current_p_of(ctx, self) {
+            Some(pid) => {
+                let p = &self.ps[pid];
+                // SAFETY: this thread owns `p`; allocation polls and drops nothing.
+                let (g, reused) = unsafe {
+                    p.with_local(|l| {
+                        let goid = l.next_goid(&self.goidgen);
+                        raw::allocate(future, self, goid, location, Some(&mut l.gfree))
+                    })
+                };
+                p::bump(&p.stats.spawned, 1);
+                if reused {
+                    p::bump(&p.stats.gfree_reused, 1);
+                }
+                g
+            }
+            None => raw::allocate(future, self, self.goidgen.fetch_add(1, Relaxed), location, None).0,
+        });
+        if !self.allgs.insert(g) {
+            // Shutting down: the G never runs. `shutdown` consumes the list's reference (never
+            // handed to a list), `drop_ref` the run queue's; the JoinHandle's remains.
+            // SAFETY: we own those references and no M will see this G.
+            unsafe {
+                g::shutdown(g);
+                g::drop_ref(g);
+            }
+        } else {
+            self.runqput(g, true, true);
+        }
+        // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
+        unsafe { JoinHandle::from_raw(g) }
+    }
+
+    /// `goready`: a waker found `g` waiting and made it runnable; the queue reference is ours.
+    ///
+    /// Woken on an M of this runtime, it goes to that P's `runnext`, so a channel send wakes
+    /// its receiver straight into the next slot and a ping-pong pair stays on one P. Other Ms
+    /// are woken only if that displaced a G into the stealable ring.
+    pub(crate) fn ready(&self, g: GPtr) {
+        self.runqput(g, true, false);
+    }
+
+    /// `runqput` on the current P if this thread holds one of ours, else `globrunqput`; then
+    /// `wakep` if there is stealable work (always, for a spawn).
+    pub(crate) fn runqput(&self, g: GPtr, next: bool, spawned: bool) {
+        let local = context::with(|ctx| context::current_p_of(ctx, self));
+        let Some(pid) = local else {
+            self.global.push(g);
+            self.wakep();
+            return;
+        };
+        let p = &self.ps[pid];
+        // SAFETY: this thread owns `p`.
+        let (displaced, overflow) = unsafe {
+            if next {
+                p.runq.push_next(g)
+            } else {
+                (true, p.runq.push_back(g))
+            }
+        };
+        if let Some(batch) = overflow {
+            p::bump(&p.stats.local_runq_overflows, 1);
+            self.global.push_batch(batch.iter());
+        }
+        if displaced || spawned {
+            self.wakep();
+        }
+    }
+
+    /// `wakep`: if a P is idle and no M is spinning, start a spinning M on it.
+    pub(crate) fn wakep(&self) {
+        // Pairs with the fence an M runs between leaving the spinning state and re-checking the
+        // queues (see the module docs).
+        fence(SeqCst);
+        if self.npidle.load(SeqCst) == 0 {
+            return;
+        }
+        if self.nmspinning.load(SeqCst) != 0 || self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
+            return;
+        }
+        self.startm(None, true);
+    }
+
+    /// `startm`: runs an M on P `p` (or on an idle P, if `None`): a sleeping M if there is one,
+    /// else a new thread. With `spinning`, the caller has already counted the M in `nmspinning`;
+    /// if no P can be had, that count is given back.
+    pub(crate) fn startm(&self, p: Option<usize>, spinning: bool) {
+        let mut idle = self.idle.lock();
+        let p = match p {
+            Some(p) => p,
+            None => match self.pidleget_locked(&mut idle) {
+                Some(p) => p,
+                None => {
+                    drop(idle);
+                    if spinning {
+                        self.nmspinning.fetch_sub(1, SeqCst);
+                    }
+                    return;
+                }
+            },
+        };
+        if let Some(m) = idle.midle.pop() {
+            self.nmidle.fetch_sub(1, Relaxed);
+            m.hand(p, spinning);
+            drop(idle);
+            m.parker.unpark();
+            return;
+        }
+        drop(idle);
+        self.newm(p, spinning);
+    }
+
+    /// `newm`: a new thread that starts as an M holding `p`.
+    fn newm(&self, p: usize, spinning: bool) {
+        let shared = self.arc();
+        let mut threads = self.threads.lock();
+        let refused = if self.shutdown.load(SeqCst) {
+            None
+        } else if self.nthreads.load(Relaxed) >= self.config.max_threads {
+            Some(format!("goro: runtime exceeded {} threads (Builder::max_threads)", self.config.max_threads))
+        } else {
+            let id = self.mcount.fetch_add(1, Relaxed) + 1;
+            let mut b = thread::Builder::new().name(format!("{}-{id}", self.config.thread_name));
+            if let Some(size) = self.config.stack_size {
+                b = b.stack_size(size);
+            }
+            self.nthreads.fetch_add(1, Relaxed);
+            match b.spawn(move || m::mstart(shared, id, p, spinning)) {
+                Ok(h) => {
+                    threads.push(h);
+                    return;
+                }
+                Err(e) => {
+                    self.nthreads.fetch_sub(1, Relaxed);
+                    Some(format!("goro: failed to start an M thread: {e}"))
+                }
+            }
+        };
+        drop(threads);
+        if let Some(msg) = refused {
+            // Go throws here; a library should not abort the process. The P goes back to the
+            // idle list and the work waits for a running M.
+            crate::config::warn_once(&msg);
+        }
+        if spinning {
+            self.nmspinning.fetch_sub(1, SeqCst);
+        }
+        self.pidleput(p);
+    }
+
+    /// A strong handle on `self` (every `Shared` lives in an `Arc`).
+    fn arc(&self) -> StdArc<Shared> {
+        // SAFETY: `Shared` is only ever created inside an `Arc` (Runtime::new) and `&self`
+        // proves that Arc is alive, so incrementing its count is sound.
+        unsafe {
+            StdArc::increment_strong_count(self as *const Shared);
+            StdArc::from_raw(self as *const Shared)
+        }
+    }
+
+    /// Takes an idle P (Go's `pidleget`), under the scheduler lock.
+    pub(crate) fn pidleget_locked(&self, idle: &mut Idle) -> Option<usize> {
+        let p = idle.pidle.pop()?;
+        self.npidle.fetch_sub(1, SeqCst);
+        self.ps[p].status.store(p::P_RUNNING, Relaxed);
+        Some(p)
+    }
+
+    pub(crate) fn pidleget(&self) -> Option<usize> {
+        self.pidleget_locked(&mut self.idle.lock())
+    }
+
+    /// Puts P `p` on the idle list (Go's `pidleput`), under the scheduler lock.
+    pub(crate) fn pidleput_locked(&self, idle: &mut Idle, p: usize) {
+        self.ps[p].status.store(P_IDLE, Relaxed);
+        idle.pidle.push(p);
+        self.npidle.fetch_add(1, SeqCst);
+    }
+
+    pub(crate) fn pidleput(&self, p: usize) {
+        self.pidleput_locked(&mut self.idle.lock(), p);
+    }
+
+    /// `handoffp`: P `p` loses its M (the M leaves `block_on`, or will block). If it has work,
+    /// start an M for it; if nobody is looking for work, start a spinning one; else idle it.
+    pub(crate) fn handoffp(&self, p: usize) {
+        if !self.ps[p].runq.is_empty() || !self.global.is_empty() {
+            self.handoffs.fetch_add(1, Relaxed);
+            self.startm(Some(p), false);
+            return;
+        }
+        if self.nmspinning.load(SeqCst) + self.npidle.load(SeqCst) == 0
+            && self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_ok()
+        {
+            self.startm(Some(p), true);
+            return;
+        }
+        let mut idle = self.idle.lock();
+        // Re-check under the lock: a global push that saw no idle P relies on us.
+        if !self.global.is_empty() {
+            drop(idle);
+            self.startm(Some(p), false);
+            return;
+        }
+        self.pidleput_locked(&mut idle, p);
+    }
+
+    /// Whether any queue of this runtime holds a G (the spinner's last look before sleeping).
+    pub(crate) fn any_work(&self) -> bool {
+        !self.global.is_empty() || self.ps.iter().any(|p| !p.runq.is_empty())
+    }
+
+    /// Live Gs, counting each main G inside `block_on` (Go counts main too).
+    pub(crate) fn num_goroutine(&self) -> usize {
+        self.allgs.len() + self.nmains.load(Relaxed)
+    }
+}

@@ -1,0 +1,41 @@
+//! # goro: Go's concurrency model for Rust
+//!
+//! Goroutines on a real G/M/P work-stealing scheduler, channels with Go's semantics,
+//! `select!`, and Go's `sync` package. A Go program ports line by line:
+//!
+//! ```
+//! // func main() {
+//! //     done := make(chan int)
+//! //     go func() { done <- 42 }()
+//! //     fmt.Println(<-done)
+//! // }
+//! goro::run(async {
+//!     let h = goro::go! { 42 };
+//!     println!("{}", h.await.unwrap());
+//! });
+//! ```
+//!
+//! | Go | goro |
+//! |----|------|
+//! | `func main()` | [`run`], `#[goro::main]` |
+//! | `go f()` | [`go`], [`go!`] |
+//! | `runtime.Gosched()` | [`yield_now`] |
+//! | `runtime.GOMAXPROCS(0)` | [`max_procs`] |
+//! | `runtime.NumGoroutine()` | [`num_goroutine`] |
+//! | `runtime/metrics` | [`runtime::metrics`] |
+//!
+//! The runtime honours `GORO_MAXPROCS` (Go's `GOMAXPROCS`) and `GORO_DEBUG=schedtrace=N`
+//! (Go's `GODEBUG=schedtrace=N`).
+
+#![warn(missing_docs)]
+
+pub use goro_macros::{main, test};
+pub use goro_runtime::{
+    go, max_procs, num_goroutine, run, yield_now, Builder, JoinError, JoinHandle, Runtime, WaitReason, YieldNow,
+};
+
+/// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
+/// `runtime/metrics` packages).
+pub mod runtime {
+    pub use goro_runtime::{metrics, set_wait_reason, Metrics, HEADER_SIZE};
+}

@@ -1,0 +1,96 @@
+//! `#[goro::main]` and `#[goro::test]` against the real runtime.
+//!
+//! The token rewriting itself is unit-tested in `crates/macros`; this checks that what it
+//! expands to compiles against the facade (`goro::run`, `goro::Builder`, `Runtime::block_on`)
+//! and runs the body as a G.
+
+#[goro::test]
+async fn runs_the_body_as_a_goroutine() {
+    assert_eq!(goro::go(async { 1 }).await.unwrap(), 1);
+}
+
+#[goro::test(max_procs = 1)]
+async fn max_procs_one() {
+    assert_eq!(goro::max_procs(), 1);
+    assert_eq!(goro::go(async { 1 }).await.unwrap(), 1);
+}
+
+#[goro::test(max_procs = 3)]
+async fn max_procs_three() {
+    assert_eq!(goro::max_procs(), 3);
+    let handles: Vec<_> = (0..10u32).map(|i| goro::go(async move { i * 2 })).collect();
+    let mut sum = 0;
+    for h in handles {
+        sum += h.await.unwrap();
+    }
+    assert_eq!(sum, 90);
+}
+
+const PROCS: usize = 2;
+
+/// `max_procs` takes any `usize` expression, not only a literal.
+#[goro::test(max_procs = PROCS)]
+async fn max_procs_from_a_const() {
+    assert_eq!(goro::max_procs(), PROCS);
+}
+
+/// A test may return a `Result`, and `?` works in the body.
+#[goro::test]
+async fn returns_a_result() -> Result<(), std::num::ParseIntError> {
+    let n: u32 = goro::go(async { "41".parse::<u32>() }).await.unwrap()?;
+    assert_eq!(n + 1, 42);
+    Ok(())
+}
+
+/// The main G's panic reaches the test harness, and `#[should_panic]` stays on the test.
+#[goro::test]
+#[should_panic(expected = "boom")]
+async fn should_panic_is_kept() {
+    goro::yield_now().await;
+    panic!("boom");
+}
+
+#[goro::test]
+#[ignore = "checks that #[ignore] stays on the generated test"]
+async fn ignore_is_kept() {
+    panic!("an ignored test ran");
+}
+
+mod nested {
+    /// Visibility is kept.
+    #[goro::test(max_procs = 1)]
+    pub(crate) async fn in_a_module() {
+        assert_eq!(goro::max_procs(), 1);
+    }
+}
+
+macro_rules! goro_test {
+    ($name:ident, $procs:expr, $body:block) => {
+        #[goro::test(max_procs = $procs)]
+        async fn $name() $body
+    };
+}
+
+goro_test!(made_by_macro_rules, 2, {
+    assert_eq!(goro::max_procs(), 2);
+});
+
+/// `#[goro::main]` does not insist on the name `main`, so its expansion can be called from here.
+mod main_expansion {
+    #[goro::main(max_procs = 2)]
+    pub async fn with_builder() -> u32 {
+        assert_eq!(goro::max_procs(), 2);
+        goro::go(async { 40 }).await.unwrap() + 2
+    }
+
+    #[goro::main]
+    pub async fn with_run() -> Result<u32, std::num::ParseIntError> {
+        "5".parse()
+    }
+}
+
+#[test]
+fn main_expands_to_a_plain_fn() {
+    assert_eq!(main_expansion::with_builder(), 42);
+    assert_eq!(main_expansion::with_run(), Ok(5));
+}
