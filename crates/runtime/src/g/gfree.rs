@@ -3,9 +3,9 @@
 //! Go never returns a dead G to the allocator: `gfput` keeps it on the P's `gFree` list (up to
 //! 64, then half moves to the global `sched.gFree`), and `newproc` takes one back with `gfget`.
 //! A goro G is a header plus a future of the user's type, so blocks are kept per *size class*:
-//! a G whose cell fits in 128, 256, ..., 2048 bytes gets a block of exactly that class, and a
-//! freed block of a class can host any later G of the same class. Larger or over-aligned Gs go
-//! straight to the allocator.
+//! a G whose cell fits in 128, 192, 256, 384, ... 2048 bytes gets a block of exactly that class
+//! (so at most a third of a block is slack), and a freed block of a class can host any later G
+//! of the same class. Larger or over-aligned Gs go straight to the allocator.
 //!
 //! The per-P lists are owned by the M that holds the P (no synchronization); the global lists
 //! sit behind one mutex and are touched only in batches of [`BATCH`].
@@ -15,7 +15,7 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 /// Block sizes, smallest first.
-const CLASSES: [usize; 5] = [128, 256, 512, 1024, 2048];
+const CLASSES: [usize; 9] = [128, 192, 256, 384, 512, 768, 1024, 1536, 2048];
 /// The alignment of every pooled block; a G that needs more is not pooled.
 const ALIGN: usize = 16;
 /// A P keeps at most this many blocks of one class (Go: 64).
@@ -35,7 +35,7 @@ pub(crate) fn class_of(layout: Layout) -> Option<u8> {
 
 /// The layout of a block of `class`.
 pub(crate) fn class_layout(class: u8) -> Layout {
-    // CLASSES are powers of two no larger than isize::MAX and ALIGN is a power of two.
+    // CLASSES are non-zero multiples of ALIGN, far below isize::MAX, and ALIGN is a power of two.
     Layout::from_size_align(CLASSES[class as usize], ALIGN).expect("valid size class")
 }
 
@@ -169,7 +169,8 @@ mod tests {
         assert_eq!(class_of(Layout::from_size_align(1, 1).unwrap()), Some(0));
         assert_eq!(class_of(Layout::from_size_align(128, 8).unwrap()), Some(0));
         assert_eq!(class_of(Layout::from_size_align(129, 8).unwrap()), Some(1));
-        assert_eq!(class_of(Layout::from_size_align(2048, 16).unwrap()), Some(4));
+        assert_eq!(class_of(Layout::from_size_align(193, 16).unwrap()), Some(2));
+        assert_eq!(class_of(Layout::from_size_align(2048, 16).unwrap()), Some(8));
         assert_eq!(class_of(Layout::from_size_align(2049, 16).unwrap()), None);
         assert_eq!(class_of(Layout::from_size_align(64, 64).unwrap()), None);
     }

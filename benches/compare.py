@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Runs the BENCHMARKS.md workloads on goro, its Rust peers and Go, interleaved, and prints one
+Markdown table of median ns/unit with ratios.
+
+Each round runs every row once (goro, then each peer, then each Go found), so slow drifts of a
+noisy machine hit all systems alike; the table shows the median over rounds. Rust rows come from
+criterion (`cargo bench --bench <bench> -- --exact <group>/<system>`), Go rows from the programs
+in benches/go. It installs nothing: Go is taken from $GO, `go` on PATH, and Go 1.19 from
+/usr/lib/go-1.19/bin/go (Debian's golang-1.19-go), whichever exist.
+
+Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# id, criterion bench file, criterion group, Go program dir, units per run, Rust systems.
+WORKLOADS = [
+    ("W1", "runtime", "W1_spawn_many", "w1_spawn_many", 100_000, ["goro", "tokio"]),
+    ("W2", "runtime", "W2_chained_spawn", "w2_chained_spawn", 100_000, ["goro", "tokio"]),
+    ("W3", "runtime", "W3_yield_many", "w3_yield_many", 200 * 1_000, ["goro", "tokio"]),
+]
+
+
+def find_gos():
+    gos = {}
+    candidates = [os.environ.get("GO"), shutil.which("go"), "/usr/lib/go-1.19/bin/go"]
+    for c in candidates:
+        if not c or not Path(c).exists():
+            continue
+        try:
+            v = subprocess.run([c, "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        gos.setdefault(v, c)
+    return gos
+
+
+def env():
+    e = dict(os.environ)
+    e["GORO_MAXPROCS"] = "2"
+    e["GOMAXPROCS"] = "2"
+    return e
+
+
+def run_rust(bench, group, system, units):
+    subprocess.run(
+        ["cargo", "bench", "-q", "--bench", bench, "--", "--exact", f"{group}/{system}"],
+        cwd=ROOT, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    est = ROOT / "target" / "criterion" / group / system / "new" / "estimates.json"
+    median_ns = json.loads(est.read_text())["median"]["point_estimate"]
+    return median_ns / units
+
+
+def run_go(go, prog):
+    out = subprocess.run(
+        [go, "run", f"./{prog}", "-runs", "9"], cwd=ROOT / "benches" / "go", env=env(),
+        capture_output=True, text=True, check=True,
+    ).stdout
+    for tok in out.split():
+        if tok.startswith("median_ns_per_unit="):
+            return float(tok.split("=", 1)[1])
+    raise RuntimeError(f"unexpected output from {prog}: {out!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-go", action="store_true")
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    wls = [w for w in WORKLOADS if not only or w[0] in only]
+    gos = {} if args.no_go else find_gos()
+    subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=ROOT, check=True)
+    results = {}  # (id, system) -> [ns]
+    for r in range(args.rounds):
+        for (wid, bench, group, prog, units, systems) in wls:
+            for s in systems:
+                results.setdefault((wid, s), []).append(run_rust(bench, group, s, units))
+            for v, go in sorted(gos.items()):
+                results.setdefault((wid, v), []).append(run_go(go, prog))
+            line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in systems + sorted(gos))
+            print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
+    med = {k: statistics.median(v) for k, v in results.items()}
+    gov = sorted(gos)
+    head = ["row", "goro"] + [f"{s}" for s in wls[0][5][1:]] + gov + ["goro / best peer"] + [f"goro / {v}" for v in gov]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for (wid, bench, group, prog, units, systems) in wls:
+        g = med[(wid, "goro")]
+        peers = [med[(wid, s)] for s in systems[1:]] + [med[(wid, v)] for v in gov]
+        best = min(peers) if peers else float("nan")
+        cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}"] + [f"{med[(wid, s)]:.1f}" for s in systems[1:]]
+        cells += [f"{med[(wid, v)]:.1f}" for v in gov] + [f"{g / best:.2f}×"] + [f"{g / med[(wid, v)]:.2f}×" for v in gov]
+        print("| " + " | ".join(cells) + " |")
+    print(f"\nns per unit, median of {args.rounds} interleaved rounds; GORO_MAXPROCS=GOMAXPROCS=2, tokio 2 workers.")
+
+
+if __name__ == "__main__":
+    main()
