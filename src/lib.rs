@@ -23,6 +23,9 @@
 //! | `runtime.GOMAXPROCS(0)` | [`max_procs`] |
 //! | `runtime.NumGoroutine()` | [`num_goroutine`] |
 //! | `runtime/metrics` | [`runtime::metrics`] |
+//! | `make(chan T, n)` | [`chan()`](fn@chan) |
+//! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
+//! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
 //!
 //! The runtime honours `GORO_MAXPROCS` (Go's `GOMAXPROCS`) and `GORO_DEBUG=schedtrace=N`
 //! (Go's `GODEBUG=schedtrace=N`).
@@ -33,6 +36,16 @@ pub use goro_macros::{main, test};
 pub use goro_runtime::{
     go, max_procs, num_goroutine, run, yield_now, Builder, JoinError, JoinHandle, Runtime, WaitReason, YieldNow,
 };
+
+pub use goro_chan::{chan, select, select_blocking};
+
+/// Channels: the handles, errors and the dynamic [`Select`](chan::Select). The constructor is
+/// the function [`goro::chan`](fn@crate::chan) of the same name.
+pub mod chan {
+    pub use goro_chan::{
+        Iter, Receiver, Recv, RecvToken, Select, Send, SendError, SendToken, Sender, TryRecvError, TrySendError,
+    };
+}
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
 /// `runtime/metrics` packages).

@@ -1,0 +1,390 @@
+//! `Sender` and `Receiver`: the two ends of a channel, and the channel constructor.
+
+use crate::chan::{wake_all, Chan};
+use crate::error::{SendError, TryRecvError, TrySendError};
+use crate::loom::Ordering::*;
+use crate::ops::{Recv, RecvOp, Send, SendOp};
+use crate::park;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// Makes a channel of `cap` slots: Go's `make(chan T, cap)`.
+///
+/// `cap == 0` is an unbuffered channel: a send completes only when a receiver takes the value.
+/// Both ends can be cloned (many senders, many receivers) and sent to other Gs or threads. The
+/// channel closes when [`Sender::close`] is called or when every `Sender` is gone.
+///
+/// ```
+/// goro::run(async {
+///     let (tx, rx) = goro::chan::<String>(0);
+///     goro::go(async move {
+///         tx.send("ping".to_string()).await.unwrap();
+///     });
+///     assert_eq!(rx.recv().await.as_deref(), Some("ping"));
+///     // The only sender is gone: the channel is closed.
+///     assert_eq!(rx.recv().await, None);
+/// });
+/// ```
+pub fn chan<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new(cap));
+    (Sender { chan: chan.clone() }, Receiver { chan, stream: None })
+}
+
+/// The sending end of a channel (Go's `chan<- T`).
+///
+/// Cloning makes another sender of the same channel; the channel closes when the last one is
+/// dropped (or on [`close`](Self::close)).
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The receiving end of a channel (Go's `<-chan T`).
+///
+/// Cloning makes another receiver of the same channel; each value goes to exactly one receiver.
+/// When the last receiver is dropped, every blocked and later send fails with its value back.
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+    /// The receive in progress of `Stream::poll_next`, boxed so the `Receiver` may move between
+    /// polls while its sudog stays put.
+    stream: Option<Pin<Box<RecvOp<T>>>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `value` (Go's `ch <- v`): waits until a receiver takes it (unbuffered) or there is
+    /// room in the buffer.
+    ///
+    /// Returns `Err(SendError(value))` if the channel is closed or every receiver is gone,
+    /// also when that happens while the send waits: the value is never lost. Dropping the future
+    /// before it completes drops the value unsent.
+    ///
+    /// ```
+    /// goro::run(async {
+    ///     let (tx, rx) = goro::chan(1);
+    ///     tx.send(1).await.unwrap();
+    ///     assert_eq!(rx.recv().await, Some(1));
+    ///     drop(rx);
+    ///     assert_eq!(tx.send(2).await.unwrap_err().0, 2);
+    /// });
+    /// ```
+    pub fn send(&self, value: T) -> Send<'_, T> {
+        Send { chan: &self.chan, value: Some(value), op: SendOp::new() }
+    }
+
+    /// Sends without waiting: Go's `select { case ch <- v: default: }`.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(1);
+    /// assert!(tx.try_send(1).is_ok());
+    /// assert!(tx.try_send(2).unwrap_err().is_full());
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        let w = self.chan.lock().try_send(value)?;
+        if let Some(w) = w {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Sends from a plain thread, parking the thread (not a G) until the send completes.
+    ///
+    /// Works with no runtime at all. Inside a G use `send(..).await`: this call would block the
+    /// whole M.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(0);
+    /// let t = std::thread::spawn(move || tx.send_blocking(5));
+    /// assert_eq!(rx.recv_blocking(), Some(5));
+    /// t.join().unwrap().unwrap();
+    /// ```
+    pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
+        park::block_on(self.send(value))
+    }
+
+    /// Closes the channel (Go's `close(ch)`): receivers drain the buffer, then get `None`;
+    /// blocked and later sends fail with their value back. Returns `true` if this call closed
+    /// it, `false` if it was already closed (Go panics there).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(2);
+    /// tx.try_send(1).unwrap();
+    /// assert!(tx.close());
+    /// assert!(!tx.close());
+    /// assert_eq!(rx.recv_blocking(), Some(1));
+    /// assert_eq!(rx.recv_blocking(), None);
+    /// ```
+    pub fn close(&self) -> bool {
+        close(&self.chan)
+    }
+
+    /// Whether a send would fail now: the channel is closed or has no receivers left.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::<()>(0);
+    /// assert!(!tx.is_closed());
+    /// drop(rx);
+    /// assert!(tx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        let g = self.chan.lock();
+        g.closed || g.rx_gone
+    }
+
+    /// Values in the buffer (Go's `len(ch)`).
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan(4);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(tx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.lock().len()
+    }
+
+    /// Whether the buffer is empty.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::<u8>(4);
+    /// assert!(tx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's size (Go's `cap(ch)`).
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::<u8>(4);
+    /// assert_eq!(tx.capacity(), 4);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.chan.cap
+    }
+
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
+    /// Whether both handles belong to the same channel.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::<u8>(0);
+    /// assert!(tx.same_channel(&tx.clone()));
+    /// # drop(rx);
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+}
+
+fn close<T>(chan: &Chan<T>) -> bool {
+    let mut wake = Vec::new();
+    let closed = chan.lock().close(&mut wake);
+    wake_all(wake);
+    closed
+}
+
+impl<T> Receiver<T> {
+    /// Receives a value (Go's `v, ok := <-ch`): `Some(v)`, or `None` once the channel is closed
+    /// and its buffer drained.
+    ///
+    /// Cancel-safe: if the future is dropped after a sender handed it a value, the value goes
+    /// back into the channel for the next receiver; nothing is lost.
+    ///
+    /// ```
+    /// goro::run(async {
+    ///     let (tx, rx) = goro::chan(0);
+    ///     goro::go(async move { tx.send(42).await.unwrap() });
+    ///     assert_eq!(rx.recv().await, Some(42));
+    ///     assert_eq!(rx.recv().await, None);
+    /// });
+    /// ```
+    pub fn recv(&self) -> Recv<'_, T> {
+        Recv { chan: &self.chan, op: RecvOp::new() }
+    }
+
+    /// Receives without waiting.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(1);
+    /// assert_eq!(rx.try_recv(), Err(goro::chan::TryRecvError::Empty));
+    /// tx.try_send(3).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let (v, w) = self.chan.lock().try_recv()?;
+        if let Some(w) = w {
+            w.wake();
+        }
+        Ok(v)
+    }
+
+    /// Receives on a plain thread, parking the thread (not a G). Works with no runtime at all;
+    /// inside a G use `recv().await`.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(0);
+    /// std::thread::spawn(move || tx.send_blocking("hi").unwrap());
+    /// assert_eq!(rx.recv_blocking(), Some("hi"));
+    /// ```
+    pub fn recv_blocking(&self) -> Option<T> {
+        park::block_on(self.recv())
+    }
+
+    /// A blocking iterator over the received values, ending when the channel is closed and
+    /// drained: Go's `for v := range ch` on a plain thread.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(3);
+    /// for i in 0..3 {
+    ///     tx.try_send(i).unwrap();
+    /// }
+    /// drop(tx);
+    /// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2]);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// Whether the channel is closed (by [`Sender::close`] or because every sender is gone).
+    /// Buffered values may still be waiting.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::<u8>(1);
+    /// drop(tx);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.chan.lock().closed
+    }
+
+    /// Values in the buffer (Go's `len(ch)`).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan(2);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(rx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.lock().len()
+    }
+
+    /// Whether the buffer is empty.
+    ///
+    /// ```
+    /// let (_tx, rx) = goro::chan::<u8>(2);
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's size (Go's `cap(ch)`).
+    ///
+    /// ```
+    /// let (_tx, rx) = goro::chan::<u8>(2);
+    /// assert_eq!(rx.capacity(), 2);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.chan.cap
+    }
+
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
+    /// Whether both handles belong to the same channel.
+    ///
+    /// ```
+    /// let (_tx, rx) = goro::chan::<u8>(0);
+    /// assert!(rx.same_channel(&rx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+}
+
+/// The iterator of [`Receiver::iter`].
+#[derive(Debug)]
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for Iter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv_blocking()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+impl<T> futures_core::Stream for Receiver<T> {
+    type Item = T;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = &mut *self;
+        let op = this.stream.get_or_insert_with(|| Box::pin(RecvOp::new()));
+        // SAFETY: the op is pinned in its box and always used with this receiver's channel.
+        unsafe { op.as_mut().get_unchecked_mut().poll(&this.chan, cx) }
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Sender<T> {
+        self.chan.senders.fetch_add(1, Relaxed);
+        Sender { chan: self.chan.clone() }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Receiver<T> {
+        self.chan.receivers.fetch_add(1, Relaxed);
+        Receiver { chan: self.chan.clone(), stream: None }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        if self.chan.senders.fetch_sub(1, AcqRel) == 1 {
+            close(&self.chan);
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if let Some(op) = self.stream.as_mut() {
+            // SAFETY: pinned in its box, used with this channel.
+            unsafe { op.as_mut().get_unchecked_mut().cancel(&self.chan) };
+        }
+        if self.chan.receivers.fetch_sub(1, AcqRel) == 1 {
+            let mut wake = Vec::new();
+            let unreceivable = self.chan.lock().receivers_gone(&mut wake);
+            wake_all(wake);
+            drop(unreceivable);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender").field("cap", &self.chan.cap).finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver").field("cap", &self.chan.cap).finish_non_exhaustive()
+    }
+}
+
+// `Send`/`Sync` come from `Arc<Chan<T>>` (for `T: Send`) and, for `Receiver`, the boxed op.

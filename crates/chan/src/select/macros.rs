@@ -1,0 +1,174 @@
+//! `select!` and `select_blocking!`.
+//!
+//! The macros parse the cases into a list, give each a hygienic name and an index from fixed
+//! pools (64 of each: a select may have up to 64 cases), pin one [`RecvCase`](super::RecvCase) or
+//! [`SendCase`](super::SendCase) per case on the stack, run a
+//! [`SelectFuture`](super::SelectFuture) over them, and match the winner's index to its arm.
+//! Arm bodies are expanded in the caller's scope, so `break`, `continue`, `return` and `?`
+//! behave as in any `match`.
+
+/// Waits on several channel operations and runs exactly one: Go's `select` statement.
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let (tx, rx) = goro::chan::<i32>(1);
+///     let (done_tx, done_rx) = goro::chan::<()>(0);
+///     tx.send(1).await.unwrap();
+///     let got = goro::select! {
+///         recv(rx) -> v => v,
+///         recv(done_rx) -> _ => None,
+///     };
+///     assert_eq!(got, Some(1));
+///     // With `default`, select never waits.
+///     let idle = goro::select! {
+///         recv(rx) -> _ => false,
+///         default => true,
+///     };
+///     assert!(idle);
+///     drop(done_tx);
+/// });
+/// ```
+///
+/// Cases:
+/// - `recv(rx) -> v => body`: `v` is `Option<T>` (`None` once the channel is closed and
+///   drained).
+/// - `send(tx, value) -> res => body`: `res` is `Result<(), SendError<T>>`; a send case on a
+///   closed channel is ready and fires with the value back (Go panics there). A send case that
+///   did not fire did not send.
+/// - `default => body`: makes the select non-blocking.
+///
+/// A case's channel may be a `Receiver`/`Sender`, a reference to one, or an `Option` of either:
+/// `None` is Go's nil channel, never ready. The same channel may appear in several cases. Among
+/// the cases ready at once one is picked uniformly at random. The whole `select!` evaluates to
+/// the chosen arm's value.
+///
+/// Cancel-safe: dropping the enclosing future while the select waits unlinks every case; a
+/// value that a sender already handed to a receive case goes back to its channel.
+#[macro_export]
+macro_rules! select {
+    ($($tokens:tt)*) => {
+        $crate::__select_parse!(@parse await [] [] $($tokens)*)
+    };
+}
+
+/// [`select!`] for plain threads: the same cases, parking the thread until one fires.
+///
+/// ```
+/// let (tx, rx) = goro::chan::<u8>(0);
+/// std::thread::spawn(move || tx.send_blocking(3).unwrap());
+/// let v = goro::select_blocking! {
+///     recv(rx) -> v => v.unwrap(),
+/// };
+/// assert_eq!(v, 3);
+/// ```
+#[macro_export]
+macro_rules! select_blocking {
+    ($($tokens:tt)*) => {
+        $crate::__select_parse!(@parse block [] [] $($tokens)*)
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_parse {
+    // ---- recv
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] recv($ch:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* (recv ($ch) () ($p) ($body))] [$($def)*] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] recv($ch:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* (recv ($ch) () ($p) ($body))] [$($def)*] $($($rest)*)?)
+    };
+    // ---- send
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] send($ch:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* (send ($ch) ($v) ($p) ($body))] [$($def)*] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] send($ch:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* (send ($ch) ($v) ($p) ($body))] [$($def)*] $($($rest)*)?)
+    };
+    // ---- default
+    (@parse $mode:ident [$($cases:tt)*] [] default => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)+] default $($rest:tt)*) => {
+        ::core::compile_error!("goro::select!: more than one `default` case")
+    };
+    // ---- done: name and number the cases
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*]) => {
+        $crate::__select_parse!(@name $mode [] [$($cases)*] [$($def)*]
+            [_c0 _c1 _c2 _c3 _c4 _c5 _c6 _c7 _c8 _c9 _c10 _c11 _c12 _c13 _c14 _c15
+             _c16 _c17 _c18 _c19 _c20 _c21 _c22 _c23 _c24 _c25 _c26 _c27 _c28 _c29 _c30 _c31
+             _c32 _c33 _c34 _c35 _c36 _c37 _c38 _c39 _c40 _c41 _c42 _c43 _c44 _c45 _c46 _c47
+             _c48 _c49 _c50 _c51 _c52 _c53 _c54 _c55 _c56 _c57 _c58 _c59 _c60 _c61 _c62 _c63]
+            [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] $($rest:tt)+) => {
+        ::core::compile_error!(::core::concat!(
+            "goro::select!: cannot parse this case: `", ::core::stringify!($($rest)+),
+            "`; expected `recv(rx) -> v => body`, `send(tx, value) -> res => body` or `default => body`"
+        ))
+    };
+    (@name $mode:ident [$($named:tt)*] [($kind:ident $($case:tt)*) $($more:tt)*] [$($def:tt)*]
+        [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]) => {
+        $crate::__select_parse!(@name $mode [$($named)* ($name $idx $kind $($case)*)] [$($more)*] [$($def)*]
+            [$($names)*] [$($idxs)*])
+    };
+    (@name $mode:ident [$($named:tt)*] [$($more:tt)+] [$($def:tt)*] [] []) => {
+        ::core::compile_error!("goro::select!: at most 64 cases (use goro::chan::Select for more)")
+    };
+    (@name $mode:ident [$($named:tt)*] [] [$($def:tt)*] [$($names:ident)*] [$($idxs:tt)*]) => {
+        $crate::__select_parse!(@emit $mode [$($named)*] [$($def)*])
+    };
+    // ---- expansion
+    (@emit $mode:ident [$(($name:ident $idx:tt $kind:ident ($ch:expr) ($($v:expr)?) ($p:pat) ($body:expr)))*] [$(($def:expr))?]) => {{
+        $(
+            let $name = &$ch;
+            let mut $name = ::core::pin::pin!($crate::__select_parse!(@case $kind $name $($v)?));
+        )*
+        let __goro_select_winner: ::core::option::Option<usize> = {
+            let __goro_select = $crate::select::SelectFuture::new(
+                [$(&*$name as &dyn $crate::select::Case),*],
+                $crate::__select_parse!(@has_default $($def)?),
+            );
+            $crate::__select_parse!(@wait $mode __goro_select)
+        };
+        $crate::__select_parse!(@match __goro_select_winner [$(($name $idx ($p) ($body)))*] [$(($def))?])
+    }};
+    (@match $w:ident [$(($name:ident $idx:tt ($p:pat) ($body:expr)))*] []) => {
+        match $w {
+            $(
+                ::core::option::Option::Some($idx) => {
+                    let $p = $name.as_mut().take();
+                    $body
+                }
+            )*
+            _ => ::core::unreachable!("goro::select!: no case fired"),
+        }
+    };
+    (@match $w:ident [$(($name:ident $idx:tt ($p:pat) ($body:expr)))*] [($def:expr)]) => {
+        match $w {
+            $(
+                ::core::option::Option::Some($idx) => {
+                    let $p = $name.as_mut().take();
+                    $body
+                }
+            )*
+            ::core::option::Option::None => $def,
+            _ => ::core::unreachable!("goro::select!: no case fired"),
+        }
+    };
+    (@case recv $name:ident) => {
+        $crate::select::RecvCase::new($crate::select::AsRecv::as_recv($name))
+    };
+    (@case send $name:ident $v:expr) => {
+        $crate::select::SendCase::new($crate::select::AsSend::as_send($name), $v)
+    };
+    (@has_default) => { false };
+    (@has_default $def:expr) => { true };
+    (@wait await $f:ident) => { $f.await };
+    (@wait block $f:ident) => { $crate::select::block_on($f) };
+}

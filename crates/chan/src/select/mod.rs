@@ -1,0 +1,307 @@
+//! `select`: wait on several channel operations, run exactly one (Go's `selectgo`).
+//!
+//! The algorithm is Go's:
+//! 1. Lock every case's channel, in address order (so two selects over the same channels
+//!    cannot deadlock; a channel named by several cases is locked once).
+//! 2. Visit the cases in a random order (Go's `pollorder`); the first that can complete now
+//!    does, and the select returns it. So among the cases ready at once, each is chosen with
+//!    equal probability.
+//! 3. Nothing ready: with a `default`, return it. Otherwise queue one sudog per case, all
+//!    pointing at one shared [`SelectShared`], unlock, and wait.
+//! 4. A peer that finds one of those sudogs must win the shared state's CAS before it completes
+//!    the operation, so exactly one case fires; peers that lose the CAS skip the sudog.
+//! 5. Woken, the select locks all its channels again, unlinks the sudogs of the cases that did
+//!    not fire (a send that did not fire did not send), and returns the winner.
+//!
+//! Dropping a waiting select (cancellation) does step 5 too; if a receive case had already been
+//! handed a value, the value goes back to its channel.
+
+mod cases;
+mod dynamic;
+mod macros;
+
+pub use cases::{Case, RecvCase, SendCase};
+pub use dynamic::{RecvToken, Select, SendToken};
+
+use crate::waitq::SelectShared;
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+/// Lock-order and poll-order scratch space: inline for up to this many cases.
+const INLINE: usize = 64;
+
+/// The select future over a fixed set of pinned cases. The `select!` macro builds one; the
+/// output is the index of the case that fired, or `None` for `default`.
+#[doc(hidden)]
+pub struct SelectFuture<'a, const N: usize> {
+    cases: [&'a dyn Case; N],
+    has_default: bool,
+    core: Core,
+    _pin: PhantomPinned,
+}
+
+impl<'a, const N: usize> SelectFuture<'a, N> {
+    /// A select over `cases` (each pinned by the caller for the future's whole life).
+    pub fn new(cases: [&'a dyn Case; N], has_default: bool) -> SelectFuture<'a, N> {
+        SelectFuture { cases, has_default, core: Core::new(), _pin: PhantomPinned }
+    }
+}
+
+impl<const N: usize> Future for SelectFuture<'_, N> {
+    type Output = Option<usize>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<usize>> {
+        // SAFETY: nothing is moved out; the shared state stays where it was pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        this.core.poll(&this.cases, this.has_default, cx)
+    }
+}
+
+impl<const N: usize> Drop for SelectFuture<'_, N> {
+    fn drop(&mut self) {
+        self.core.cancel(&self.cases);
+    }
+}
+
+impl<const N: usize> fmt::Debug for SelectFuture<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectFuture").field("cases", &N).field("armed", &self.core.armed.get()).finish()
+    }
+}
+
+/// The state of one select, shared by the static and the dynamic form.
+pub(crate) struct Core {
+    shared: SelectShared,
+    armed: Cell<bool>,
+}
+
+impl Core {
+    pub(crate) fn new() -> Core {
+        Core { shared: SelectShared::new(), armed: Cell::new(false) }
+    }
+
+    /// One poll of the select. `self` must be pinned (sudogs point at `self.shared`).
+    pub(crate) fn poll(&self, cases: &[&dyn Case], has_default: bool, cx: &mut Context<'_>) -> Poll<Option<usize>> {
+        if self.armed.get() {
+            if self.shared.winner().is_none() {
+                self.shared.set_waker(cx.waker());
+                if self.shared.winner().is_none() {
+                    return Poll::Pending;
+                }
+            }
+            return Poll::Ready(Some(self.finish(cases, false)));
+        }
+        let mut wake = Vec::new();
+        let out = with_orders(cases, |lockorder, pollorder| {
+            lock_all(cases, lockorder);
+            for &i in pollorder.iter() {
+                // SAFETY: all the cases' channels are locked.
+                if unsafe { cases[i as usize].try_complete(&mut wake) } {
+                    unlock_all(cases, lockorder);
+                    return Poll::Ready(Some(i as usize));
+                }
+            }
+            if has_default {
+                unlock_all(cases, lockorder);
+                return Poll::Ready(None);
+            }
+            self.shared.reset();
+            self.shared.set_waker(cx.waker());
+            for &i in lockorder.iter() {
+                // SAFETY: locked; `self.shared` is pinned with the select and outlives the
+                // armed state (every exit path runs `finish`/`cancel`, which disarm all).
+                unsafe { cases[i as usize].arm(&self.shared, i as usize) };
+            }
+            self.armed.set(true);
+            unlock_all(cases, lockorder);
+            goro_runtime::set_wait_reason(goro_runtime::WaitReason::Select);
+            Poll::Pending
+        });
+        crate::chan::wake_all(wake);
+        out
+    }
+
+    /// Pass 3: unlink the losers, settle the winner. With `abandon`, the winner's outcome is
+    /// given back instead of returned (the select is being dropped).
+    fn finish(&self, cases: &[&dyn Case], abandon: bool) -> usize {
+        let mut wake = Vec::new();
+        let winner = with_orders(cases, |lockorder, _| {
+            lock_all(cases, lockorder);
+            // Under all the locks: a peer that won has settled its sudog.
+            let winner = self.shared.winner();
+            for &i in lockorder.iter() {
+                // SAFETY: locked.
+                unsafe { cases[i as usize].disarm() };
+            }
+            if let Some(w) = winner {
+                // SAFETY: locked; the winner's sudog was settled by the peer that won.
+                unsafe {
+                    cases[w].settle();
+                    if abandon {
+                        cases[w].abandon(&mut wake);
+                    }
+                }
+            }
+            self.armed.set(false);
+            unlock_all(cases, lockorder);
+            winner
+        });
+        crate::chan::wake_all(wake);
+        winner.unwrap_or(usize::MAX)
+    }
+
+    /// Dropped while waiting: disarm everything, give back what a winner received.
+    pub(crate) fn cancel(&self, cases: &[&dyn Case]) {
+        if self.armed.get() {
+            self.finish(cases, true);
+        }
+    }
+}
+
+/// Runs `f` with the lock order (case indices sorted by channel address, nil cases last) and a
+/// random poll order, both on the stack for up to [`INLINE`] cases.
+fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &[u16]) -> R) -> R {
+    let n = cases.len();
+    assert!(n <= u16::MAX as usize, "goro: a select has at most 65535 cases");
+    let mut inline = [[0u16; INLINE]; 2];
+    let mut heap;
+    let (lock, poll): (&mut [u16], &mut [u16]) = if n <= INLINE {
+        let [a, b] = &mut inline;
+        (&mut a[..n], &mut b[..n])
+    } else {
+        heap = (vec![0u16; n], vec![0u16; n]);
+        (&mut heap.0[..], &mut heap.1[..])
+    };
+    for i in 0..n {
+        lock[i] = i as u16;
+        poll[i] = i as u16;
+    }
+    lock.sort_unstable_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
+    // Fisher-Yates with a per-thread generator (Go's `cheaprandn`).
+    for i in (1..n).rev() {
+        let j = fastrand(i as u32 + 1) as usize;
+        poll.swap(i, j);
+    }
+    f(lock, poll)
+}
+
+/// Locks each distinct channel once, in `lockorder`.
+fn lock_all(cases: &[&dyn Case], lockorder: &[u16]) {
+    let mut last = None;
+    for &i in lockorder {
+        let c = cases[i as usize];
+        let Some(k) = c.key() else { break };
+        if last != Some(k) {
+            c.lock();
+            last = Some(k);
+        }
+    }
+}
+
+/// Unlocks what [`lock_all`] locked.
+fn unlock_all(cases: &[&dyn Case], lockorder: &[u16]) {
+    let mut last = None;
+    for &i in lockorder {
+        let c = cases[i as usize];
+        let Some(k) = c.key() else { break };
+        if last != Some(k) {
+            // SAFETY: `lock_all` locked exactly these, once each.
+            unsafe { c.unlock() };
+            last = Some(k);
+        }
+    }
+}
+
+/// A uniform random number in `0..n` (Lemire's multiply-shift on a per-thread wyrand).
+fn fastrand(n: u32) -> u32 {
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            // Seed from the thread-local's own address and the clock: distinct per thread.
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            t ^ (&t as *const u64 as u64).rotate_left(32) | 1
+        });
+    }
+    STATE.with(|s| {
+        let x = s.get().wrapping_add(0xA076_1D64_78BD_642F);
+        s.set(x);
+        let t = u128::from(x) * u128::from(x ^ 0xE703_7ED1_A0B4_28DB);
+        let r = ((t >> 64) as u64 ^ t as u64) as u32;
+        ((u64::from(r) * u64::from(n)) >> 32) as u32
+    })
+}
+
+/// Waits for `fut` on the calling thread (for `select_blocking!`).
+#[doc(hidden)]
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    crate::park::block_on(fut)
+}
+
+/// Turns whatever a `select!` case names into an optional handle: a `Receiver`, a reference to
+/// one, or an `Option` of either (`None` is Go's nil channel: never ready).
+#[doc(hidden)]
+pub trait AsRecv {
+    /// The element type.
+    type Item;
+    /// The receiver, or `None` for a nil channel.
+    fn as_recv(&self) -> Option<&crate::Receiver<Self::Item>>;
+}
+
+impl<T> AsRecv for crate::Receiver<T> {
+    type Item = T;
+    fn as_recv(&self) -> Option<&crate::Receiver<T>> {
+        Some(self)
+    }
+}
+
+impl<R: AsRecv + ?Sized> AsRecv for &R {
+    type Item = R::Item;
+    fn as_recv(&self) -> Option<&crate::Receiver<R::Item>> {
+        (**self).as_recv()
+    }
+}
+
+impl<R: AsRecv> AsRecv for Option<R> {
+    type Item = R::Item;
+    fn as_recv(&self) -> Option<&crate::Receiver<R::Item>> {
+        self.as_ref().and_then(|r| r.as_recv())
+    }
+}
+
+/// As [`AsRecv`], for send cases.
+#[doc(hidden)]
+pub trait AsSend {
+    /// The element type.
+    type Item;
+    /// The sender, or `None` for a nil channel.
+    fn as_send(&self) -> Option<&crate::Sender<Self::Item>>;
+}
+
+impl<T> AsSend for crate::Sender<T> {
+    type Item = T;
+    fn as_send(&self) -> Option<&crate::Sender<T>> {
+        Some(self)
+    }
+}
+
+impl<S: AsSend + ?Sized> AsSend for &S {
+    type Item = S::Item;
+    fn as_send(&self) -> Option<&crate::Sender<S::Item>> {
+        (**self).as_send()
+    }
+}
+
+impl<S: AsSend> AsSend for Option<S> {
+    type Item = S::Item;
+    fn as_send(&self) -> Option<&crate::Sender<S::Item>> {
+        self.as_ref().and_then(|s| s.as_send())
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_waker_is_send(w: Waker) -> impl Send {
+    w
+}
