@@ -320,8 +320,10 @@ impl MCtx {
         }
     }
 
-    /// Go's `runqget` with `runnext` first (it inherits the time slice), but with the ring
-    /// taking a turn after [`RUNNEXT_STREAK_MAX`] consecutive `runnext` picks.
+    /// Go's `runqget` with `runnext` first (it inherits the time slice). After
+    /// [`RUNNEXT_STREAK_MAX`] consecutive `runnext` picks the slice ends: the ring, then the
+    /// global queue get a turn, and the next G starts a fresh slice (so `schedtick` moves and
+    /// the 1-in-61 global check keeps working under a ping-pong pair).
     fn runqget(&self, p: &P) -> Option<(GPtr, bool)> {
         // SAFETY (all blocks): this M owns `p`.
         let streak = unsafe { p.with_local(|l| l.runnext_streak) };
@@ -332,15 +334,19 @@ impl MCtx {
                 return Some((g, true));
             }
         }
+        unsafe { p.with_local(|l| l.runnext_streak = 0) };
         if let Some(g) = unsafe { p.runq.pop() } {
-            unsafe { p.with_local(|l| l.runnext_streak = 0) };
             return Some((g, false));
         }
-        // The ring is empty: runnext may run even past the streak bound.
+        if streak >= RUNNEXT_STREAK_MAX {
+            if let Some(g) = self.shared.global.pop() {
+                p::bump(&p.stats.global_runq_polls, 1);
+                return Some((g, false));
+            }
+        }
         let g = unsafe { p.runq.pop_runnext() }?;
-        unsafe { p.with_local(|l| l.runnext_streak = 1) };
         p::bump(&p.stats.runnext_runs, 1);
-        Some((g, true))
+        Some((g, false))
     }
 
     /// Go's `globrunqget`: one G to run and a batch for the (empty) local ring.

@@ -65,6 +65,7 @@ impl Metrics {
             idle_threads: sh.nmidle.load(Relaxed),
             global_runq: sh.global.len(),
             handoffs: sh.handoffs.load(Relaxed),
+            spawned: sh.spawned_off_p.load(Relaxed),
             ..Metrics::default()
         };
         for p in sh.ps.iter() {

@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     /// Threads inside `block_on` right now (each is an M, and its future a main G).
     pub(crate) nmains: AtomicUsize,
     pub(crate) handoffs: AtomicU64,
+    /// Gs spawned by threads holding no P of this runtime (the Ps count the others).
+    pub(crate) spawned_off_p: AtomicU64,
     pub(crate) start: Instant,
 }
 
@@ -92,6 +94,7 @@ impl Shared {
             nthreads: AtomicUsize::new(0),
             nmains: AtomicUsize::new(0),
             handoffs: AtomicU64::new(0),
+            spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
         }
     }
@@ -126,7 +129,10 @@ impl Shared {
                 }
                 g
             }
-            None => raw::allocate(future, self, self.goidgen.fetch_add(1, Relaxed), location, None).0,
+            None => {
+                self.spawned_off_p.fetch_add(1, Relaxed);
+                raw::allocate(future, self, self.goidgen.fetch_add(1, Relaxed), location, None).0
+            }
         });
         if !self.allgs.insert(g) {
             // Shutting down: the G never runs. `shutdown` consumes the list's reference (never
