@@ -20,11 +20,20 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# id, criterion bench file, criterion group, Go program dir, units per run, Rust systems.
+# The rows of benches/chan.rs W4-W7 (tokio_mpsc and async_channel use cap 1 for cap 0, tokio_mpsc
+# shares its receiver behind a tokio Mutex for W6/W7; see benches/chan.rs).
+CHANNEL_SYSTEMS = ["goro", "tokio_mpsc", "flume", "kanal", "async_channel", "crossbeam"]
+# id, criterion bench file, criterion group, Go program dir, units per run, Rust systems (goro
+# first). Workloads may have different peers: the table has one column per system seen anywhere.
 WORKLOADS = [
     ("W1", "runtime", "W1_spawn_many", "w1_spawn_many", 100_000, ["goro", "tokio"]),
     ("W2", "runtime", "W2_chained_spawn", "w2_chained_spawn", 100_000, ["goro", "tokio"]),
     ("W3", "runtime", "W3_yield_many", "w3_yield_many", 200 * 1_000, ["goro", "tokio"]),
+    ("W4", "chan", "W4_pingpong_unbuffered", "w4_pingpong_unbuffered", 200_000, CHANNEL_SYSTEMS),
+    ("W5", "chan", "W5_spsc_buffered", "w5_spsc_buffered", 2_000_000, CHANNEL_SYSTEMS),
+    ("W6", "chan", "W6_mpmc_buffered", "w6_mpmc_buffered", 2_000_000, CHANNEL_SYSTEMS),
+    ("W7", "chan", "W7_mpmc_unbuffered", "w7_mpmc_unbuffered", 400_000, CHANNEL_SYSTEMS),
+    ("W8", "chan", "W8_select_fanin", "w8_select_fanin", 1_000_000, ["goro", "tokio_select", "crossbeam"]),
 ]
 
 
@@ -91,17 +100,29 @@ def main():
             print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in results.items()}
     gov = sorted(gos)
-    head = ["row", "goro"] + [f"{s}" for s in wls[0][5][1:]] + gov + ["goro / best peer"] + [f"goro / {v}" for v in gov]
+    # One column per Rust peer seen in any selected workload, in order of first appearance; a
+    # row without that peer leaves its cell blank, and its best peer is over what it has.
+    rust_peers = []
+    for w in wls:
+        rust_peers += [s for s in w[5][1:] if s not in rust_peers]
+    head = ["row", "goro"] + rust_peers + gov + ["goro / best peer"] + [f"goro / {v}" for v in gov]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (wid, bench, group, prog, units, systems) in wls:
         g = med[(wid, "goro")]
-        peers = [med[(wid, s)] for s in systems[1:]] + [med[(wid, v)] for v in gov]
-        best = min(peers) if peers else float("nan")
-        cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}"] + [f"{med[(wid, s)]:.1f}" for s in systems[1:]]
-        cells += [f"{med[(wid, v)]:.1f}" for v in gov] + [f"{g / best:.2f}×"] + [f"{g / med[(wid, v)]:.2f}×" for v in gov]
+        peers = {s: med[(wid, s)] for s in systems[1:]}
+        peers.update({v: med[(wid, v)] for v in gov})
+        best = min(peers, key=peers.get) if peers else None
+        cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}"]
+        cells += [f"{peers[s]:.1f}" if s in peers else "" for s in rust_peers]
+        cells += [f"{peers[v]:.1f}" for v in gov]
+        cells += [f"{g / peers[best]:.2f}× ({best})" if best else ""]
+        cells += [f"{g / peers[v]:.2f}×" for v in gov]
         print("| " + " | ".join(cells) + " |")
     print(f"\nns per unit, median of {args.rounds} interleaved rounds; GORO_MAXPROCS=GOMAXPROCS=2, tokio 2 workers.")
+    if any(w[0] in ("W4", "W6", "W7") for w in wls):
+        print("Cap-0 rows: tokio_mpsc and async_channel have no rendezvous channel and run at cap 1; "
+              "tokio_mpsc's W6/W7 consumers share the receiver behind a tokio Mutex.")
 
 
 if __name__ == "__main__":
