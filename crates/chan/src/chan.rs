@@ -28,6 +28,10 @@ pub(crate) struct Chan<T> {
     pub(crate) senders: AtomicUsize,
     /// Live `Receiver` handles; when the last one goes, sends fail and return their value.
     pub(crate) receivers: AtomicUsize,
+    /// Under loom the lock order must not depend on where the allocator put the channels (a
+    /// model has to replay identically), so channels are ordered by creation instead.
+    #[cfg(loom)]
+    id: usize,
 }
 
 // SAFETY: `inner` is only touched under `lock`; values of `T` move between threads.
@@ -65,6 +69,11 @@ impl<T> Chan<T> {
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
+            #[cfg(loom)]
+            id: {
+                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -92,13 +101,18 @@ impl<T> Chan<T> {
     /// The calling thread holds this channel's lock, and no other `&mut Inner` is live.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn inner_locked(&self) -> &mut Inner<T> {
+        #[cfg(loom)]
+        assert!(self.lock.is_locked(), "inner_locked without the lock");
         // SAFETY: caller contract.
         self.inner.with_mut(|i| unsafe { &mut *i })
     }
 
     /// An address that orders channels for locking (Go's `lockorder` sorts by `hchan` address).
     pub(crate) fn addr(&self) -> usize {
-        self as *const Chan<T> as usize
+        #[cfg(loom)]
+        return self.id;
+        #[cfg(not(loom))]
+        return self as *const Chan<T> as usize;
     }
 }
 
@@ -112,6 +126,8 @@ impl<T> std::ops::Deref for Guard<'_, T> {
 
 impl<T> std::ops::DerefMut for Guard<'_, T> {
     fn deref_mut(&mut self) -> &mut Inner<T> {
+        #[cfg(loom)]
+        assert!(self.chan.lock.is_locked(), "guard without the lock");
         // SAFETY: we hold the lock and `&mut self` makes this the only reference.
         self.chan.inner.with_mut(|i| unsafe { &mut *i })
     }

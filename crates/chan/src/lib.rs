@@ -45,6 +45,9 @@ mod park;
 pub mod select;
 mod waitq;
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 pub use error::{SendError, TryRecvError, TrySendError};
 pub use handles::{chan, Iter, Receiver, Sender};
 pub use ops::{Recv, Send};

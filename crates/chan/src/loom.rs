@@ -36,16 +36,39 @@ impl<T> UnsafeCell<T> {
 /// A lock with explicit `lock`/`unlock` (no guard), so `select` can hold the locks of several
 /// channels at once, taken in address order.
 ///
-/// parking_lot's raw mutex outside loom (spins briefly, then parks); under loom a spin lock on a
-/// loom atomic, which loom explores like any other race.
-pub(crate) struct RawLock(#[cfg(not(loom))] parking_lot::RawMutex, #[cfg(loom)] loom::sync::atomic::AtomicBool);
+/// parking_lot's raw mutex outside loom (spins briefly, then parks). Under loom a flag plus a
+/// loom mutex and condvar to sleep on while the flag is taken (a spin lock would make loom
+/// explore every spin), and the holder's model-thread id, so misuse is reported as such.
+#[cfg(not(loom))]
+pub(crate) struct RawLock(parking_lot::RawMutex);
+
+/// See the non-loom definition.
+#[cfg(loom)]
+pub(crate) struct RawLock {
+    locked: loom::sync::atomic::AtomicBool,
+    sleep: loom::sync::Mutex<()>,
+    wake: loom::sync::Condvar,
+    owner: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(loom)]
+fn me() -> usize {
+    // loom's thread ids print as `ThreadId(n)`; n is unique among a model's threads.
+    let id = format!("{:?}", loom::thread::current().id());
+    id.trim_start_matches("ThreadId(").trim_end_matches(')').parse::<usize>().expect("thread id") + 1
+}
 
 impl RawLock {
     pub(crate) fn new() -> RawLock {
         #[cfg(not(loom))]
         return RawLock(<parking_lot::RawMutex as parking_lot::lock_api::RawMutex>::INIT);
         #[cfg(loom)]
-        return RawLock(loom::sync::atomic::AtomicBool::new(false));
+        return RawLock {
+            locked: loom::sync::atomic::AtomicBool::new(false),
+            sleep: loom::sync::Mutex::new(()),
+            wake: loom::sync::Condvar::new(),
+            owner: std::sync::atomic::AtomicUsize::new(0),
+        };
     }
 
     #[inline]
@@ -53,9 +76,22 @@ impl RawLock {
         #[cfg(not(loom))]
         parking_lot::lock_api::RawMutex::lock(&self.0);
         #[cfg(loom)]
-        while self.0.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            loom::thread::yield_now();
+        loop {
+            if self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                self.owner.store(me(), Ordering::Relaxed);
+                return;
+            }
+            let g = self.sleep.lock().unwrap();
+            if self.locked.load(Ordering::Relaxed) {
+                drop(self.wake.wait(g).unwrap());
+            }
         }
+    }
+
+    /// Whether the calling model thread holds the lock.
+    #[cfg(loom)]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.owner.load(Ordering::Relaxed) == me()
     }
 
     /// # Safety
@@ -68,7 +104,13 @@ impl RawLock {
             parking_lot::lock_api::RawMutex::unlock(&self.0)
         };
         #[cfg(loom)]
-        self.0.store(false, Ordering::Release);
+        {
+            assert!(self.is_locked(), "unlock of a lock this thread does not hold");
+            self.owner.store(0, Ordering::Relaxed);
+            self.locked.store(false, Ordering::Release);
+            let _g = self.sleep.lock().unwrap();
+            self.wake.notify_one();
+        }
     }
 }
 

@@ -20,12 +20,6 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{Builder, JoinHandle};
 }
 
-/// A spin-wait step: under loom a yield, so the model explores the other threads.
-#[cfg(loom)]
-pub(crate) fn spin_loop() {
-    loom::thread::yield_now();
-}
-
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

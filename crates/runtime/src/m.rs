@@ -444,7 +444,9 @@ impl MCtx {
 }
 
 /// About 3 µs of waiting for a running victim to take its own `runnext` (Go's `usleep(3)`; a real
-/// sleep would take tens of µs on Linux because of timer slack, so this spins).
+/// sleep would take tens of µs on Linux because of timer slack, so this spins). Under loom it is
+/// nothing at all: a yield there would make loom always let the victim go first, hiding the race
+/// between the victim's pop and the thief's CAS.
 fn pause_for_runnext() {
     #[cfg(not(loom))]
     {
@@ -453,6 +455,4 @@ fn pause_for_runnext() {
             std::hint::spin_loop();
         }
     }
-    #[cfg(loom)]
-    crate::loom::spin_loop();
 }

@@ -293,7 +293,7 @@ pub(crate) mod arrayvec_lite {
             self.items[self.len] = p;
             self.len += 1;
         }
-        #[cfg(test)]
+        #[cfg(all(test, not(loom)))]
         pub(crate) fn len(&self) -> usize {
             self.len
         }

@@ -243,6 +243,9 @@ impl Runtime {
             return;
         }
         sh.shutdown.store(true, SeqCst);
+        // Pairs with the fence in `runqput` after a push to the global queue: a waker that
+        // pushes after our final drain sees the flag and drains itself.
+        crate::loom::fence(SeqCst);
         for m in sh.idle.lock().midle.iter() {
             m.parker.unpark();
         }

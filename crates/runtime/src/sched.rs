@@ -164,6 +164,17 @@ impl Shared {
         let local = context::with(|ctx| context::current_p_of(ctx, self));
         let Some(pid) = local else {
             self.global.push(g);
+            // Pairs with the fence after shutdown's store of its flag (see below).
+            fence(SeqCst);
+            if self.shutdown.load(SeqCst) {
+                // Shutdown may have drained the global queue already: drain it again, or this
+                // G's queue reference would keep it (and the runtime) alive forever. Shutdown
+                // stores the flag, fences, then drains; we push, fence, then load the flag: one
+                // of the two drains sees the G.
+                // SAFETY: every G in the queue comes with the queue's reference.
+                self.global.drain(|g| unsafe { g::drop_ref(g) });
+                return;
+            }
             self.wakep();
             return;
         };

@@ -56,6 +56,13 @@ pub trait Case: Sync + sealed::Sealed {
     /// # Safety
     /// See the trait docs.
     unsafe fn abandon(&self, wake: &mut Vec<Waker>);
+    /// Whether the case fired for good and cannot fire again (a send whose value is gone).
+    ///
+    /// # Safety
+    /// No select is using the case.
+    unsafe fn spent(&self) -> bool {
+        false
+    }
 }
 
 mod sealed {
@@ -339,6 +346,11 @@ impl<T: Send> Case for SendCase<'_, T> {
 
     unsafe fn abandon(&self, _wake: &mut Vec<Waker>) {
         // A send that happened stays sent; a refused value is dropped with the case.
+    }
+
+    unsafe fn spent(&self) -> bool {
+        // SAFETY: caller contract: nobody else touches the slot.
+        self.value.with(|v| unsafe { (*v).is_none() })
     }
 }
 

@@ -292,7 +292,15 @@ impl Drop for Wait<'_, '_> {
     fn drop(&mut self) {
         let sel = &mut *self.select;
         let cases: Vec<&dyn Case> = sel.cases.iter().map(|c| &**c as &dyn Case).collect();
-        sel.core.cancel(&cases);
+        // A receive that fired while nobody was polling gives its value back, and the select
+        // may be waited on again; a send that fired cannot be undone, so the select stays
+        // fired with it (the next `wait` returns it at once).
+        if let Some(w) = sel.core.cancel(&cases) {
+            // SAFETY: the wait is over; `&mut Select` gives exclusive access to the cases.
+            if unsafe { cases[w].spent() } {
+                sel.fired = Some(Some(w));
+            }
+        }
     }
 }
 

@@ -63,7 +63,7 @@ impl<const N: usize> Future for SelectFuture<'_, N> {
 
 impl<const N: usize> Drop for SelectFuture<'_, N> {
     fn drop(&mut self) {
-        self.core.cancel(&self.cases);
+        let _ = self.core.cancel(&self.cases);
     }
 }
 
@@ -154,11 +154,14 @@ impl Core {
         winner.unwrap_or(usize::MAX)
     }
 
-    /// Dropped while waiting: disarm everything, give back what a winner received.
-    pub(crate) fn cancel(&self, cases: &[&dyn Case]) {
-        if self.armed.get() {
-            self.finish(cases, true);
+    /// Dropped while waiting: disarm everything, give back what a winner received. Returns the
+    /// winner, if a case had fired.
+    pub(crate) fn cancel(&self, cases: &[&dyn Case]) -> Option<usize> {
+        if !self.armed.get() {
+            return None;
         }
+        let w = self.finish(cases, true);
+        (w != usize::MAX).then_some(w)
     }
 }
 
@@ -176,16 +179,21 @@ fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &[u16]) -> R) -> R
         heap = (vec![0u16; n], vec![0u16; n]);
         (&mut heap.0[..], &mut heap.1[..])
     };
-    for i in 0..n {
-        lock[i] = i as u16;
-        poll[i] = i as u16;
+    for (i, p) in poll.iter_mut().enumerate() {
+        *p = i as u16;
     }
-    lock.sort_unstable_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
-    // Fisher-Yates with a per-thread generator (Go's `cheaprandn`).
+    // Fisher-Yates with a per-thread generator (Go's `cheaprandn`). Loom needs every run of a
+    // model to be reproducible, so there the poll order is the case order.
+    #[cfg(not(loom))]
     for i in (1..n).rev() {
         let j = fastrand(i as u32 + 1) as usize;
         poll.swap(i, j);
     }
+    // The lock order is the poll order stably sorted by channel: cases on one channel are then
+    // armed (queued) in random order too, so a peer picks among them at random (Go's
+    // `lockorder` is built from `pollorder` the same way).
+    lock.copy_from_slice(poll);
+    lock.sort_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
     f(lock, poll)
 }
 
@@ -217,6 +225,7 @@ fn unlock_all(cases: &[&dyn Case], lockorder: &[u16]) {
 }
 
 /// A uniform random number in `0..n` (Lemire's multiply-shift on a per-thread wyrand).
+#[cfg(not(loom))]
 fn fastrand(n: u32) -> u32 {
     thread_local! {
         static STATE: Cell<u64> = Cell::new({

@@ -276,7 +276,8 @@ impl State {
     /// `JoinHandle` poll with a different waker: take the slot back. `Err` if complete.
     pub(crate) fn unset_join_waker(&self) -> Result<(), Snapshot> {
         let (prev, ok) = self.update(|s| {
-            debug_assert!(s.is_join_interested() && s.is_join_waker_set());
+            // The G may have completed (and the M cleared JOIN_WAKER) since the caller looked.
+            debug_assert!(s.is_join_interested() && (s.is_join_waker_set() || s.is_complete()));
             if s.is_complete() {
                 (None, false)
             } else {

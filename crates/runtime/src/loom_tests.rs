@@ -1,1 +1,0 @@
-//! Loom models of the scheduler's racy parts (run with `RUSTFLAGS="--cfg loom"`).

@@ -1,0 +1,58 @@
+//! Loom models of the scheduler's racy parts.
+//!
+//! Run them with
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p goro-runtime --lib --release loom_ -- --test-threads=1
+//! ```
+//!
+//! - [`runq`]: a P's ring and `runnext` slot: owner pushes (with overflow) and pops against
+//!   thieves; every item leaves exactly once.
+//! - [`g`]: the G lifecycle word and the `JoinHandle`: completion against abort, join-handle
+//!   drop and poll, and wakes racing with the poll and with completion; outputs and futures are
+//!   dropped exactly once, join wakers fire, and the G's memory is freed.
+//! - [`park`]: the M's parker and the thread waker behind `JoinHandle::join`: no lost wake-up.
+//! - [`sched`]: the whole runtime (`Builder::build`, `block_on`, `go`, drop) end to end.
+//!
+//! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
+//! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours).
+
+mod g;
+mod park;
+mod runq;
+mod sched;
+
+/// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
+const DEFAULT_PREEMPTIONS: usize = 2;
+
+/// `loom::model` with the default bound above.
+fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    model_with(|_| {}, f)
+}
+
+/// `loom::model` with the default bound above and the builder adjusted by `config`. Prints the
+/// number of executions explored (visible with `--nocapture`).
+fn model_with<F: Fn() + Sync + Send + 'static>(config: impl FnOnce(&mut loom::model::Builder), f: F) {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(DEFAULT_PREEMPTIONS);
+    }
+    config(&mut b);
+    let iterations = Arc::new(AtomicUsize::new(0));
+    let it = iterations.clone();
+    let start = std::time::Instant::now();
+    b.check(move || {
+        it.fetch_add(1, Relaxed);
+        f()
+    });
+    eprintln!(
+        "loom: {} executions in {:.1?} (preemption bound {:?})",
+        iterations.load(Relaxed),
+        start.elapsed(),
+        b.preemption_bound
+    );
+}

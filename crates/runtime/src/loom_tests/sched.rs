@@ -1,0 +1,156 @@
+//! The whole scheduler under loom: real runtimes (`Builder::build`), `block_on` on the model's
+//! main thread (M0), Gs spawned with `go` or `Runtime::spawn`, wakes from inside and outside
+//! the runtime, and the runtime dropped at the end.
+//!
+//! These check, end to end, that no wake-up is lost in `findrunnable` / `stopm` / `wakep` /
+//! `startm` / `handoffp` (a lost one is a loom deadlock: every thread parked with work left),
+//! that each G runs as often as it should and its output reaches its JoinHandle, that shutdown
+//! wakes and joins every M it started, and that every G is freed (loom's leak check of the
+//! `loom::sync::Arc` held by each future and output).
+
+use super::g::{take_stashed, Counts, TestFuture, READY, STASH_THEN_READY};
+use super::model;
+use crate::runtime::{go, Builder, Runtime};
+use crate::yield_now;
+use loom::sync::atomic::AtomicUsize;
+use loom::sync::Arc;
+use loom::thread;
+use std::sync::atomic::Ordering::SeqCst;
+
+fn runtime(procs: usize) -> Runtime {
+    Builder::new().max_procs(procs).build().unwrap()
+}
+
+/// `block_on(async { go(...).await })` on a two-P runtime, then drop it. The spawn goes to
+/// M0's `runnext` and starts a spinning M1 on the other P (`wakep` → `startm` → `newm`); either
+/// M may run the G (M1 by stealing `runnext` in its last pass); M1 ends up in `stopm` and
+/// shutdown must wake it.
+#[test]
+fn loom_sched_block_on_go() {
+    model(|| {
+        let rt = runtime(2);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let v = rt.block_on(async move {
+            let h = go(async move {
+                r.fetch_add(1, SeqCst);
+                7
+            });
+            h.await.unwrap()
+        });
+        assert_eq!(v, 7);
+        drop(rt);
+        assert_eq!(runs.load(SeqCst), 1);
+    });
+}
+
+/// No `block_on` at all: a G spawned from a plain thread goes to the global queue and wakes an
+/// M (`newm` → `mstart` → `globrunqget`), while the thread blocks in `JoinHandle::join`. Then
+/// the runtime is dropped with its M asleep (or about to be) in `stopm`.
+#[test]
+fn loom_sched_spawn_from_outside_and_join() {
+    model(|| {
+        let rt = runtime(2);
+        let h = rt.spawn(async { 5 });
+        assert_eq!(h.join().unwrap(), 5);
+        drop(rt);
+    });
+}
+
+/// A G that yields once (`yield_now`: it wakes itself while running, so `g::run` hands it back
+/// and the M puts it at the tail of its ring, where the other M may steal it) before it
+/// returns; the main G awaits it.
+#[test]
+fn loom_sched_yield_now() {
+    model(|| {
+        let rt = runtime(2);
+        let v = rt.block_on(async {
+            go(async {
+                yield_now().await;
+                3
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(v, 3);
+    });
+}
+
+/// The lost-wake-up case of Go's scheduler: a G waits (first poll Pending) with its waker handed
+/// to a thread outside the runtime, and the main G waits for that G. The Ms run out of work,
+/// give their Ps up and sleep in `stopm` (or are on the way there) when the outside thread wakes
+/// the G: it goes to the global queue and `wakep` must get an M to run it (handing a P to a
+/// sleeping M, or starting one), which completes it and wakes M0's main G.
+#[test]
+fn loom_sched_foreign_wake_of_waiting_g() {
+    model(|| {
+        let rt = runtime(2);
+        let counts = Counts::new();
+        let waker = {
+            let counts = counts.clone();
+            thread::spawn(move || take_stashed(&counts).wake())
+        };
+        let c = counts.clone();
+        let out = rt.block_on(async move { go(TestFuture::new(&c, STASH_THEN_READY)).await });
+        drop(out.expect("the G returned"));
+        waker.join().unwrap();
+        drop(rt);
+        assert_eq!(counts.polls(), 2);
+        counts.assert_dropped_once(true);
+    });
+}
+
+/// The main future itself waits on a wake from outside the runtime (the `MainState` waker): M0
+/// has nothing to run, gives its P up and parks in `stopm`; the wake must get it out
+/// (`main_pending` is checked under the scheduler lock before M0 sleeps, and the wake unparks
+/// it), on a one-P runtime so M0 is the only M.
+#[test]
+fn loom_sched_foreign_wake_of_main() {
+    model(|| {
+        let rt = runtime(1);
+        let counts = Counts::new();
+        let waker = {
+            let counts = counts.clone();
+            thread::spawn(move || take_stashed(&counts).wake())
+        };
+        drop(rt.block_on(TestFuture::new(&counts, STASH_THEN_READY)));
+        waker.join().unwrap();
+        drop(rt);
+        assert_eq!(counts.polls(), 2);
+        counts.assert_dropped_once(true);
+    });
+}
+
+/// Two Gs on two Ps: G1 spawns G2 from its own M (G2 goes to that P's `runnext`, possibly
+/// displacing nothing, and `wakep` may start or find an M), and returns G2's output; the main
+/// G awaits G1. Exercises spawning from a G, a G's JoinHandle awaited by a G (its join waker is
+/// a G waker), and `ready` into `runnext` from an M.
+#[test]
+fn loom_sched_nested_go() {
+    model(|| {
+        let rt = runtime(2);
+        let v = rt.block_on(async { go(async { go(async { 11 }).await.unwrap() + 1 }).await.unwrap() });
+        assert_eq!(v, 12);
+    });
+}
+
+/// The main G returns while a detached G it spawned still sits in its P's `runnext`: leaving
+/// `block_on` hands the P off (`handoffp` sees work and `startm`s an M for it), and the runtime
+/// is dropped at once, maybe while an M is running the G. The G runs at most once; its future
+/// is dropped exactly once (after its poll, or by shutdown), its output once if produced, and
+/// shutdown joins every M.
+#[test]
+fn loom_sched_detached_g_at_shutdown() {
+    model(|| {
+        let rt = runtime(2);
+        let counts = Counts::new();
+        let c = counts.clone();
+        rt.block_on(async move {
+            drop(go(TestFuture::new(&c, READY)));
+        });
+        drop(rt);
+        let polls = counts.polls();
+        assert!(polls <= 1);
+        counts.assert_dropped_once(polls == 1);
+    });
+}
