@@ -1,7 +1,7 @@
 //! `select!` and `select_blocking!`.
 //!
-//! The macros parse the cases into a list, give each a hygienic name and an index from fixed
-//! pools (64 of each: a select may have up to 64 cases), pin one [`RecvCase`](super::RecvCase) or
+//! The macros parse the cases into a list, giving each a hygienic name and an index from fixed
+//! pools as they go (64 of each: a select may have up to 64 cases, in one recursion step each), pin one [`RecvCase`](super::RecvCase) or
 //! [`SendCase`](super::SendCase) per case on the stack, run a
 //! [`SelectFuture`](super::SelectFuture) over them, and match the winner's index to its arm.
 //! Arm bodies are expanded in the caller's scope, so `break`, `continue`, `return` and `?`
@@ -48,7 +48,7 @@
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {
-        $crate::__select_parse!(@parse await [] [] $($tokens)*)
+        $crate::__select_parse!(@start await $($tokens)*)
     };
 }
 
@@ -65,63 +65,69 @@ macro_rules! select {
 #[macro_export]
 macro_rules! select_blocking {
     ($($tokens:tt)*) => {
-        $crate::__select_parse!(@parse block [] [] $($tokens)*)
+        $crate::__select_parse!(@start block $($tokens)*)
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
-    // ---- recv
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] recv($ch:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)* (recv ($ch) () ($p) ($body))] [$($def)*] $($($rest)*)?)
-    };
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] recv($ch:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)* (recv ($ch) () ($p) ($body))] [$($def)*] $($($rest)*)?)
-    };
-    // ---- send
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] send($ch:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)* (send ($ch) ($v) ($p) ($body))] [$($def)*] $($($rest)*)?)
-    };
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] send($ch:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)* (send ($ch) ($v) ($p) ($body))] [$($def)*] $($($rest)*)?)
-    };
-    // ---- default
-    (@parse $mode:ident [$($cases:tt)*] [] default => $body:block $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $($($rest)*)?)
-    };
-    (@parse $mode:ident [$($cases:tt)*] [] default => $body:expr $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $($($rest)*)?)
-    };
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)+] default $($rest:tt)*) => {
-        ::core::compile_error!("goro::select!: more than one `default` case")
-    };
-    // ---- done: name and number the cases
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*]) => {
-        $crate::__select_parse!(@name $mode [] [$($cases)*] [$($def)*]
+    // ---- start: hand the name and index pools to the parser (one recursion step per case, so
+    // 64 cases stay well within the default recursion limit)
+    (@start $mode:ident $($tokens:tt)*) => {
+        $crate::__select_parse!(@parse $mode [] []
             [_c0 _c1 _c2 _c3 _c4 _c5 _c6 _c7 _c8 _c9 _c10 _c11 _c12 _c13 _c14 _c15
              _c16 _c17 _c18 _c19 _c20 _c21 _c22 _c23 _c24 _c25 _c26 _c27 _c28 _c29 _c30 _c31
              _c32 _c33 _c34 _c35 _c36 _c37 _c38 _c39 _c40 _c41 _c42 _c43 _c44 _c45 _c46 _c47
              _c48 _c49 _c50 _c51 _c52 _c53 _c54 _c55 _c56 _c57 _c58 _c59 _c60 _c61 _c62 _c63]
             [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
+             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+            $($tokens)*)
     };
-    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] $($rest:tt)+) => {
+    // ---- recv
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        recv($ch:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx recv ($ch) () ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        recv($ch:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx recv ($ch) () ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($($rest)*)?)
+    };
+    // ---- send
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        send($ch:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx send ($ch) ($v) ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        send($ch:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx send ($ch) ($v) ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($($rest)*)?)
+    };
+    // ---- default
+    (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)+] $names:tt $idxs:tt default $($rest:tt)*) => {
+        ::core::compile_error!("goro::select!: more than one `default` case")
+    };
+    // ---- done
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] $names:tt $idxs:tt) => {
+        $crate::__select_parse!(@emit $mode [$($cases)*] [$($def)*])
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [] [] $kind:ident ($($args:tt)*) $($rest:tt)*) => {
+        ::core::compile_error!("goro::select!: at most 64 cases (use goro::chan::Select for more)")
+    };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] $names:tt $idxs:tt $($rest:tt)+) => {
         ::core::compile_error!(::core::concat!(
             "goro::select!: cannot parse this case: `", ::core::stringify!($($rest)+),
             "`; expected `recv(rx) -> v => body`, `send(tx, value) -> res => body` or `default => body`"
         ))
-    };
-    (@name $mode:ident [$($named:tt)*] [($kind:ident $($case:tt)*) $($more:tt)*] [$($def:tt)*]
-        [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]) => {
-        $crate::__select_parse!(@name $mode [$($named)* ($name $idx $kind $($case)*)] [$($more)*] [$($def)*]
-            [$($names)*] [$($idxs)*])
-    };
-    (@name $mode:ident [$($named:tt)*] [$($more:tt)+] [$($def:tt)*] [] []) => {
-        ::core::compile_error!("goro::select!: at most 64 cases (use goro::chan::Select for more)")
-    };
-    (@name $mode:ident [$($named:tt)*] [] [$($def:tt)*] [$($names:ident)*] [$($idxs:tt)*]) => {
-        $crate::__select_parse!(@emit $mode [$($named)*] [$($def)*])
     };
     // ---- expansion
     (@emit $mode:ident [$(($name:ident $idx:tt $kind:ident ($ch:expr) ($($v:expr)?) ($p:pat) ($body:expr)))*] [$(($def:expr))?]) => {{
