@@ -45,6 +45,28 @@
 ///
 /// Cancel-safe: dropping the enclosing future while the select waits unlinks every case; a
 /// value that a sender already handed to a receive case goes back to its channel.
+///
+/// Arm bodies run after the select has let go of its channels, so Go's "nil the channel once
+/// it is closed" idiom ports directly:
+///
+/// ```
+/// goro::run(async {
+///     let (a_tx, a_rx) = goro::chan::<u8>(1);
+///     let (b_tx, b_rx) = goro::chan::<u8>(1);
+///     a_tx.send(1).await.unwrap();
+///     b_tx.send(2).await.unwrap();
+///     drop((a_tx, b_tx));
+///     let (mut a, mut b) = (Some(a_rx), Some(b_rx));
+///     let mut sum = 0;
+///     while a.is_some() || b.is_some() {
+///         goro::select! {
+///             recv(a.as_ref()) -> v => match v { Some(v) => sum += v, None => a = None },
+///             recv(b.as_ref()) -> v => match v { Some(v) => sum += v, None => b = None },
+///         }
+///     }
+///     assert_eq!(sum, 3);
+/// });
+/// ```
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {
@@ -129,18 +151,32 @@ macro_rules! __select_parse {
             "`; expected `recv(rx) -> v => body`, `send(tx, value) -> res => body` or `default => body`"
         ))
     };
-    // ---- expansion
+    // ---- expansion. The cases live in an inner block that hands out only the winner's owned
+    // outcome; they (and their borrows of the channel variables) are gone before the arm body
+    // runs, so a body may assign the channel variables, e.g. Go's `ch = nil` (`rx = None`).
     (@emit $mode:ident [$(($name:ident $idx:tt $kind:ident ($ch:expr) ($($v:expr)?) ($p:pat) ($body:expr)))*] [$(($def:expr))?]) => {{
-        $(
-            let $name = &$ch;
-            let mut $name = ::core::pin::pin!($crate::__select_parse!(@case $kind $name $($v)?));
-        )*
-        let __goro_select_winner: ::core::option::Option<usize> = {
-            let __goro_select = $crate::select::SelectFuture::new(
-                [$(&*$name as &dyn $crate::select::Case),*],
-                $crate::__select_parse!(@has_default $($def)?),
-            );
-            $crate::__select_parse!(@wait $mode __goro_select)
+        let (__goro_select_winner, ($($name,)*)) = {
+            $(
+                let $name = &$ch;
+                let mut $name = ::core::pin::pin!($crate::__select_parse!(@case $kind $name $($v)?));
+            )*
+            let __goro_select_winner: ::core::option::Option<usize> = {
+                let __goro_select = $crate::select::SelectFuture::new(
+                    [$(&*$name as &dyn $crate::select::Case),*],
+                    $crate::__select_parse!(@has_default $($def)?),
+                );
+                $crate::__select_parse!(@wait $mode __goro_select)
+            };
+            (
+                __goro_select_winner,
+                ($(
+                    if __goro_select_winner == ::core::option::Option::Some($idx) {
+                        ::core::option::Option::Some($name.as_mut().take())
+                    } else {
+                        ::core::option::Option::None
+                    },
+                )*),
+            )
         };
         $crate::__select_parse!(@match __goro_select_winner [$(($name $idx ($p) ($body)))*] [$(($def))?])
     }};
@@ -148,7 +184,7 @@ macro_rules! __select_parse {
         match $w {
             $(
                 ::core::option::Option::Some($idx) => {
-                    let $p = $name.as_mut().take();
+                    let $p = $name.expect("the winner's outcome");
                     $body
                 }
             )*
@@ -159,7 +195,7 @@ macro_rules! __select_parse {
         match $w {
             $(
                 ::core::option::Option::Some($idx) => {
-                    let $p = $name.as_mut().take();
+                    let $p = $name.expect("the winner's outcome");
                     $body
                 }
             )*
