@@ -1418,3 +1418,50 @@ fn latest_waker_is_woken() {
     assert_eq!((c1.count(), c2.count()), (0, 2));
     assert_eq!(expect_ready(s.as_mut(), &w2), Ok(()));
 }
+
+/// A ping-pong pair stays on one P: each send wakes the partner into the sender's `runnext`,
+/// so the two Gs keep running on the same M (Go's design, which keeps the pair warm in cache).
+/// Checked as: most round trips see both Gs on the same thread, and `runnext_runs` grows by
+/// about two per round trip.
+#[test]
+fn pingpong_stays_on_one_p() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    fn tid() -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::thread::current().id().hash(&mut h);
+        h.finish()
+    }
+    const TRIPS: u64 = 20_000;
+    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let (same, runnext) = rt.block_on(async {
+        let before = goro::runtime::metrics().runnext_runs;
+        let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+        let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+        let ponger_thread = Arc::new(AtomicU64::new(0));
+        let pt = ponger_thread.clone();
+        let ponger = goro::go(async move {
+            while let Some(v) = ping_rx.recv().await {
+                pt.store(tid(), Relaxed);
+                pong_tx.send(v).await.unwrap();
+            }
+        });
+        let pinger = goro::go(async move {
+            let mut same = 0u64;
+            for i in 0..TRIPS {
+                ping_tx.send(i).await.unwrap();
+                assert_eq!(pong_rx.recv().await, Some(i));
+                if ponger_thread.load(Relaxed) == tid() {
+                    same += 1;
+                }
+            }
+            same
+        });
+        let same = pinger.await.unwrap();
+        ponger.await.unwrap();
+        (same, goro::runtime::metrics().runnext_runs - before)
+    });
+    assert!(same * 2 > TRIPS, "only {same} of {TRIPS} round trips had both Gs on one thread");
+    assert!(runnext >= TRIPS, "runnext_runs grew by {runnext} over {TRIPS} round trips");
+}
