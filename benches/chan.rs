@@ -32,10 +32,10 @@
 //! `cargo bench --bench chan -- kanal` runs only the kanal rows, `-- W5` only W5.
 
 use std::cell::OnceCell;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -58,38 +58,9 @@ const MPMC_UNBUFFERED_MSGS: u64 = 400_000;
 const FANIN_MSGS: u64 = 1_000_000;
 const FANIN_CAP: usize = 16;
 
-/// A one-shot completion flag that any executor can await: an atomic flag plus the waker of the
-/// single waiter (as in `benches/runtime.rs`).
-#[derive(Default)]
-struct Signal {
-    set: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Signal {
-    fn set(&self) {
-        self.set.store(true, Ordering::Release);
-        // Taking the lock after the store pairs with the check under the lock in `wait`: the
-        // waiter either sees the flag or has left a waker here for us to wake.
-        if let Some(w) = self.waker.lock().unwrap().take() {
-            w.wake();
-        }
-    }
-
-    fn wait(&self) -> impl Future<Output = ()> + '_ {
-        poll_fn(|cx| {
-            if self.set.load(Ordering::Acquire) {
-                return Poll::Ready(());
-            }
-            let mut slot = self.waker.lock().unwrap();
-            if self.set.load(Ordering::Acquire) {
-                return Poll::Ready(());
-            }
-            *slot = Some(cx.waker().clone());
-            Poll::Pending
-        })
-    }
-}
+#[path = "common/signal.rs"]
+mod signal;
+use signal::Signal;
 
 /// How one run ends: every task reports once (a consumer with the sum and count of the values
 /// it received, a producer with zeros); the last report wakes main, which checks the totals.

@@ -13,10 +13,9 @@
 //! `cargo bench --bench runtime -- tokio` runs only the tokio rows, `-- goro` only goro's.
 
 use std::cell::OnceCell;
-use std::future::{poll_fn, Future};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -29,38 +28,9 @@ const SPAWNS: usize = 100_000;
 const YIELD_TASKS: usize = 200;
 const YIELDS: usize = 1_000;
 
-/// A one-shot completion flag that any executor can await: an atomic flag plus the waker of the
-/// single waiter, so both systems are measured with the same wait-for-all mechanism.
-#[derive(Default)]
-struct Signal {
-    set: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Signal {
-    fn set(&self) {
-        self.set.store(true, Ordering::Release);
-        // Taking the lock after the store pairs with the check under the lock in `wait`: the
-        // waiter either sees the flag or has left a waker here for us to wake.
-        if let Some(w) = self.waker.lock().unwrap().take() {
-            w.wake();
-        }
-    }
-
-    fn wait(&self) -> impl Future<Output = ()> + '_ {
-        poll_fn(|cx| {
-            if self.set.load(Ordering::Acquire) {
-                return Poll::Ready(());
-            }
-            let mut slot = self.waker.lock().unwrap();
-            if self.set.load(Ordering::Acquire) {
-                return Poll::Ready(());
-            }
-            *slot = Some(cx.waker().clone());
-            Poll::Pending
-        })
-    }
-}
+#[path = "common/signal.rs"]
+mod signal;
+use signal::Signal;
 
 /// What a workload needs from a runtime: spawn a detached task from inside it, and yield.
 trait Exec: 'static {

@@ -15,38 +15,15 @@ use std::time::Duration;
 /// How long a whole test may take before it is declared hung (a generous failure detector).
 pub const HANG: Duration = Duration::from_secs(30);
 
-/// Aborts the test process if still alive after [`HANG`] (times a factor for the big tests): a
-/// lost wake-up otherwise hangs `cargo test` forever instead of failing.
-pub struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+#[path = "../common/watchdog.rs"]
+mod watchdog;
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use watchdog::{watchdog_for, Watchdog};
 
+/// Aborts the test process if the guard is still alive after [`HANG`]: a hung channel would
+/// otherwise hang `cargo test` forever instead of failing.
 pub fn watchdog(name: &'static str) -> Watchdog {
     watchdog_for(name, HANG)
-}
-
-pub fn watchdog_for(name: &'static str, limit: Duration) -> Watchdog {
-    let (tx, rx) = mpsc::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name(format!("watchdog-{name}"))
-        .spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("test {name} hung for more than {limit:?}: aborting the test process");
-                std::process::abort();
-            }
-        })
-        .expect("spawn watchdog");
-    Watchdog { stop: Some(tx), thread: Some(thread) }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// A goro runtime with `procs` Ps.

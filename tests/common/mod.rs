@@ -9,7 +9,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -18,35 +17,9 @@ use std::time::{Duration, Instant};
 /// not flake on a loaded 2-core machine, and a debug build is slow.
 pub const HANG: Duration = Duration::from_secs(30);
 
-/// Kills the whole test process if the guard is still alive after `limit`: a hung runtime
-/// otherwise hangs `cargo test` forever instead of failing.
-pub struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-pub fn watchdog(name: &'static str, limit: Duration) -> Watchdog {
-    let (tx, rx) = mpsc::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name(format!("watchdog-{name}"))
-        .spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("test {name} hung for more than {limit:?}: aborting the test process");
-                std::process::abort();
-            }
-        })
-        .expect("spawn watchdog");
-    Watchdog { stop: Some(tx), thread: Some(thread) }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+mod watchdog;
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use watchdog::{watchdog_for as watchdog, Watchdog};
 
 /// Polls `cond` on the calling (plain) thread until it holds; panics after [`HANG`].
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
