@@ -12,7 +12,7 @@
 //! - for a send that had not completed, drops the unsent value with the future: it was never
 //!   sent, and no receiver will see it.
 
-use crate::chan::Chan;
+use crate::chan::{Chan, Inner};
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::loom::Ordering::*;
 use crate::waitq::{Sudog, CLOSED, DONE, WAITING};
@@ -21,6 +21,21 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+/// Runs `f` under the channel lock if `sudog` is still `WAITING` (so still queued and its waker
+/// ours to update); returns whether it was. Peers settle sudogs only under the lock, so the
+/// answer cannot change while `f` runs.
+fn if_waiting<T>(sudog: &Sudog<T>, chan: &Chan<T>, f: impl FnOnce(&mut Inner<T>)) -> bool {
+    if sudog.state.load(Acquire) != WAITING {
+        return false;
+    }
+    let mut g = chan.lock();
+    if sudog.state.load(Acquire) != WAITING {
+        return false;
+    }
+    f(&mut g);
+    true
+}
 
 /// The reusable state of one receive: its sudog and whether it is queued.
 pub(crate) struct RecvOp<T> {
@@ -40,29 +55,19 @@ impl<T> RecvOp<T> {
     /// call until the op is ready or cancelled.
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.parked {
-            match self.sudog.state.load(Acquire) {
-                WAITING => {
-                    let g = chan.lock();
-                    if self.sudog.state.load(Acquire) == WAITING {
-                        // SAFETY: under the lock, a WAITING sudog is queued and ours to update.
-                        unsafe { self.sudog.set_waker(cx.waker()) };
-                        drop(g);
-                        return Poll::Pending;
-                    }
-                    drop(g);
-                    // SAFETY: settled meanwhile; same contract.
-                    return unsafe { self.poll(chan, cx) };
-                }
-                state => {
-                    self.parked = false;
-                    // SAFETY: settled (Acquire above): the slot is ours again.
-                    let v = unsafe { self.sudog.take_elem() };
-                    // SAFETY: not queued, ours.
-                    unsafe { self.sudog.reset() };
-                    debug_assert_eq!(v.is_some(), state == DONE);
-                    return Poll::Ready(v);
-                }
+            // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
+            if if_waiting(&self.sudog, chan, |_| unsafe { self.sudog.set_waker(cx.waker()) }) {
+                return Poll::Pending;
             }
+            // Settled (the Acquire load in `if_waiting` saw it): the slot is ours again.
+            let state = self.sudog.state.load(Acquire);
+            self.parked = false;
+            // SAFETY: settled, not queued: the slot is ours.
+            let v = unsafe { self.sudog.take_elem() };
+            // SAFETY: not queued, ours.
+            unsafe { self.sudog.reset() };
+            debug_assert_eq!(v.is_some(), state == DONE);
+            return Poll::Ready(v);
         }
         let mut g = chan.lock();
         match g.try_recv() {
@@ -98,13 +103,11 @@ impl<T> RecvOp<T> {
             return;
         }
         self.parked = false;
-        if self.sudog.state.load(Acquire) == WAITING {
-            let mut g = chan.lock();
-            if self.sudog.state.load(Acquire) == WAITING {
-                // SAFETY: under the lock; a WAITING sudog is queued on this channel's recvq.
-                unsafe { g.recvq.remove(&self.sudog) };
-                return;
-            }
+        // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's recvq.
+        if if_waiting(&self.sudog, chan, |g| unsafe {
+            g.recvq.remove(&self.sudog);
+        }) {
+            return;
         }
         // Settled but never returned: a value handed to us goes back.
         // SAFETY: settled: the slot is ours.
@@ -141,18 +144,11 @@ impl<T> SendOp<T> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         if self.parked {
+            // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
+            if if_waiting(&self.sudog, chan, |_| unsafe { self.sudog.set_waker(cx.waker()) }) {
+                return Poll::Pending;
+            }
             return match self.sudog.state.load(Acquire) {
-                WAITING => {
-                    let g = chan.lock();
-                    if self.sudog.state.load(Acquire) == WAITING {
-                        // SAFETY: under the lock, a WAITING sudog is queued and ours to update.
-                        unsafe { self.sudog.set_waker(cx.waker()) };
-                        return Poll::Pending;
-                    }
-                    drop(g);
-                    // SAFETY: settled meanwhile; same contract.
-                    unsafe { self.poll(chan, value, cx) }
-                }
                 DONE => {
                     self.parked = false;
                     // SAFETY: settled, not queued.
@@ -205,13 +201,10 @@ impl<T> SendOp<T> {
             return;
         }
         self.parked = false;
-        if self.sudog.state.load(Acquire) == WAITING {
-            let mut g = chan.lock();
-            if self.sudog.state.load(Acquire) == WAITING {
-                // SAFETY: under the lock; a WAITING sudog is queued on this channel's sendq.
-                unsafe { g.sendq.remove(&self.sudog) };
-            }
-        }
+        // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's sendq.
+        if_waiting(&self.sudog, chan, |g| unsafe {
+            g.sendq.remove(&self.sudog);
+        });
     }
 }
 
