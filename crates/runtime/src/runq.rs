@@ -318,6 +318,7 @@ mod tests {
     #[test]
     fn fifo_and_runnext() {
         let q = LocalQueue::new();
+        // SAFETY: the test thread is the only user of these queues, so it is their owner.
         unsafe {
             assert!(q.push_back(item(1)).is_none());
             assert!(q.push_back(item(2)).is_none());
@@ -339,6 +340,7 @@ mod tests {
     #[test]
     fn overflow_moves_half_plus_one() {
         let q = LocalQueue::new();
+        // SAFETY: the test thread is the only user of these queues, so it is their owner.
         unsafe {
             for i in 0..CAP {
                 assert!(q.push_back(item(i)).is_none());
@@ -361,6 +363,7 @@ mod tests {
     fn steal_takes_half() {
         let victim = LocalQueue::new();
         let thief = LocalQueue::new();
+        // SAFETY: the test thread is the only user of these queues, so it is their owner.
         unsafe {
             for i in 0..10 {
                 victim.push_back(item(i));
@@ -384,6 +387,7 @@ mod tests {
     fn steal_runnext_only_when_asked() {
         let victim = LocalQueue::new();
         let thief = LocalQueue::new();
+        // SAFETY: the test thread is the only user of these queues, so it is their owner.
         unsafe {
             victim.push_next(item(7));
             assert!(victim.steal_into(&thief, false, || true).is_none());
@@ -397,6 +401,7 @@ mod tests {
     #[test]
     fn wraps_around_many_times() {
         let q = LocalQueue::new();
+        // SAFETY: the test thread is the only user of these queues, so it is their owner.
         unsafe {
             for round in 0..(3 * CAP) {
                 q.push_back(item(round));

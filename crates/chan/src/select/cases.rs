@@ -65,6 +65,24 @@ pub trait Case: Sync + sealed::Sealed {
     }
 }
 
+/// Locks the channel of a case, if it has one (a nil case has nothing to lock).
+fn lock_opt<T>(chan: Option<&Chan<T>>) {
+    if let Some(c) = chan {
+        c.raw_lock();
+    }
+}
+
+/// Unlocks what [`lock_opt`] locked.
+///
+/// # Safety
+/// The caller holds the lock of `chan` (if any).
+unsafe fn unlock_opt<T>(chan: Option<&Chan<T>>) {
+    if let Some(c) = chan {
+        // SAFETY: caller contract.
+        unsafe { c.raw_unlock() }
+    }
+}
+
 mod sealed {
     /// Only this crate's cases are cases: the select algorithm trusts `key` to be stable.
     pub trait Sealed {}
@@ -116,16 +134,12 @@ impl<T: Send> Case for RecvCase<'_, T> {
     }
 
     fn lock(&self) {
-        if let Some(c) = self.chan {
-            c.raw_lock();
-        }
+        lock_opt(self.chan);
     }
 
     unsafe fn unlock(&self) {
-        if let Some(c) = self.chan {
-            // SAFETY: caller holds it.
-            unsafe { c.raw_unlock() }
-        }
+        // SAFETY: caller contract.
+        unsafe { unlock_opt(self.chan) }
     }
 
     unsafe fn try_complete(&self, wake: &mut Vec<Waker>) -> bool {
@@ -272,16 +286,12 @@ impl<T: Send> Case for SendCase<'_, T> {
     }
 
     fn lock(&self) {
-        if let Some(c) = self.chan {
-            c.raw_lock();
-        }
+        lock_opt(self.chan);
     }
 
     unsafe fn unlock(&self) {
-        if let Some(c) = self.chan {
-            // SAFETY: caller holds it.
-            unsafe { c.raw_unlock() }
-        }
+        // SAFETY: caller contract.
+        unsafe { unlock_opt(self.chan) }
     }
 
     unsafe fn try_complete(&self, wake: &mut Vec<Waker>) -> bool {
