@@ -4,7 +4,6 @@ use crate::chan::{wake_all, Chan};
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::loom::Ordering::*;
 use crate::ops::{Recv, RecvOp, Send, SendOp};
-use crate::park;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -100,7 +99,7 @@ impl<T> Sender<T> {
     /// t.join().unwrap().unwrap();
     /// ```
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
-        park::block_on(self.send(value))
+        goro_runtime::block_on_thread(self.send(value))
     }
 
     /// Closes the channel (Go's `close(ch)`): receivers drain the buffer, then get `None`;
@@ -230,7 +229,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv_blocking(), Some("hi"));
     /// ```
     pub fn recv_blocking(&self) -> Option<T> {
-        park::block_on(self.recv())
+        goro_runtime::block_on_thread(self.recv())
     }
 
     /// A blocking iterator over the received values, ending when the channel is closed and

@@ -40,7 +40,6 @@ mod error;
 mod handles;
 mod loom;
 mod ops;
-mod park;
 #[doc(hidden)]
 pub mod select;
 mod waitq;

@@ -113,11 +113,3 @@ impl RawLock {
         }
     }
 }
-
-/// Parking the current thread (for the `*_blocking` operations).
-pub(crate) mod thread {
-    #[cfg(loom)]
-    pub(crate) use loom::thread::{current, park, Thread};
-    #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, park, Thread};
-}

@@ -31,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod block_on_thread;
 mod config;
 mod context;
 mod g;
@@ -49,7 +50,8 @@ mod yield_now;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use block_on_thread::block_on_thread;
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;
-pub use runtime::{go, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};
+pub use runtime::{current_proc_index, go, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};
 pub use yield_now::{yield_now, YieldNow};

@@ -431,3 +431,21 @@ pub fn set_wait_reason(reason: crate::g::WaitReason) {
         }
     })
 }
+
+/// The index (`0..max_procs()`) of the P the calling thread holds while it runs Gs, or `None`
+/// off goro (a plain thread, another executor, or an M between Gs).
+///
+/// For per-P caches such as `goro::sync::Pool`'s (Go's `runtime_procPin`): while a G runs
+/// synchronous code its M keeps its P, so data indexed by this value is touched by one thread at
+/// a time in the common case. It is a hint, not a lock: a blocking call may hand the P to another
+/// M (Go's hand-off), so per-P data still needs its own (uncontended) synchronization.
+///
+/// ```
+/// assert_eq!(goro_runtime::current_proc_index(), None);
+/// goro::run(async {
+///     assert!(goro_runtime::current_proc_index().unwrap() < goro::max_procs());
+/// });
+/// ```
+pub fn current_proc_index() -> Option<usize> {
+    context::with(|ctx| ctx.and_then(|c| c.p.get()))
+}

@@ -212,7 +212,7 @@ impl<'a> Select<'a> {
     /// assert_eq!(sel.wait_blocking(), Some(t.index()));
     /// ```
     pub fn wait_blocking(&mut self) -> Option<usize> {
-        crate::park::block_on(self.wait())
+        goro_runtime::block_on_thread(self.wait())
     }
 
     /// The outcome of receive case `token`, which must be the case that fired: `Some(v)`, or

@@ -246,7 +246,7 @@ fn fastrand(n: u32) -> u32 {
 /// Waits for `fut` on the calling thread (for `select_blocking!`).
 #[doc(hidden)]
 pub fn block_on<F: Future>(fut: F) -> F::Output {
-    crate::park::block_on(fut)
+    goro_runtime::block_on_thread(fut)
 }
 
 /// Turns whatever a `select!` case names into an optional handle: a `Receiver`, a reference to

@@ -44,6 +44,12 @@ pub enum WaitReason {
     IoWait,
     /// `syscall`.
     Syscall,
+    /// `sync.RWMutex.RLock`.
+    SyncRwMutexRLock,
+    /// `sync.RWMutex.Lock`.
+    SyncRwMutexLock,
+    /// `semacquire` (a weighted semaphore, `sync.Once` waiting for the first call, a `Pool`).
+    SemAcquire,
 }
 
 impl WaitReason {
@@ -59,6 +65,9 @@ impl WaitReason {
             WaitReason::Sleep => "sleep",
             WaitReason::IoWait => "IO wait",
             WaitReason::Syscall => "syscall",
+            WaitReason::SyncRwMutexRLock => "sync.RWMutex.RLock",
+            WaitReason::SyncRwMutexLock => "sync.RWMutex.Lock",
+            WaitReason::SemAcquire => "semacquire",
         }
     }
 
@@ -72,6 +81,9 @@ impl WaitReason {
             6 => WaitReason::Sleep,
             7 => WaitReason::IoWait,
             8 => WaitReason::Syscall,
+            9 => WaitReason::SyncRwMutexRLock,
+            10 => WaitReason::SyncRwMutexLock,
+            11 => WaitReason::SemAcquire,
             _ => WaitReason::Unknown,
         }
     }

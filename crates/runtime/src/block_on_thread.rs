@@ -1,5 +1,6 @@
-//! Running a channel future to completion on a plain thread (`send_blocking`, `recv_blocking`,
-//! `select_blocking!`): the future is pinned on this thread's stack, and its waker unparks the
+//! Running a future to completion on the calling thread, for the `*_blocking` methods of goro's
+//! channels and locks (`send_blocking`, `recv_blocking`, `select_blocking!`, `lock_blocking`,
+//! `wait_blocking`): the future is pinned on this thread's stack, and its waker unparks the
 //! thread. The waker is made once per thread and reused, so blocking allocates nothing.
 
 use crate::loom::{thread, AtomicBool, Ordering::*};
@@ -39,10 +40,16 @@ loom::thread_local! {
     static WAKE: (Arc<ThreadWake>, Waker) = new_thread_wake();
 }
 
-/// Blocks the calling thread until `fut` completes.
+/// Blocks the calling thread until `fut` completes, parking it (not spinning) while `fut` is
+/// pending. Needs no runtime.
 ///
-/// Called from inside a G this blocks the whole M; the docs of every `*_blocking` method say so.
-pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
+/// Called from inside a G this blocks the whole M; the docs of every `*_blocking` method that
+/// uses it say so.
+///
+/// ```
+/// assert_eq!(goro_runtime::block_on_thread(async { 7 }), 7);
+/// ```
+pub fn block_on_thread<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     WAKE.with(|(tw, waker)| {
         let mut cx = Context::from_waker(waker);
