@@ -1,5 +1,5 @@
 //! The one place this crate gets its synchronization primitives from: loom's under
-//! `--cfg loom`, std's and parking_lot's otherwise (see goro-runtime's shim for the pattern).
+//! `--cfg loom`, std's otherwise (see goro-runtime's shim for the pattern).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
@@ -36,11 +36,13 @@ impl<T> UnsafeCell<T> {
 /// A lock with explicit `lock`/`unlock` (no guard), so `select` can hold the locks of several
 /// channels at once, taken in address order.
 ///
-/// parking_lot's raw mutex outside loom (spins briefly, then parks). Under loom a flag plus a
+/// Outside loom a spin lock with exponential backoff: one `swap` to lock and a plain `Release`
+/// store to unlock, so an uncontended lock/unlock pair costs one atomic read-modify-write, not
+/// parking_lot's two (see `lock_contended` for the contended path). Under loom a flag plus a
 /// loom mutex and condvar to sleep on while the flag is taken (a spin lock would make loom
 /// explore every spin), and the holder's model-thread id, so misuse is reported as such.
 #[cfg(not(loom))]
-pub(crate) struct RawLock(parking_lot::RawMutex);
+pub(crate) struct RawLock(std::sync::atomic::AtomicBool);
 
 /// See the non-loom definition.
 #[cfg(loom)]
@@ -61,7 +63,7 @@ fn me() -> usize {
 impl RawLock {
     pub(crate) fn new() -> RawLock {
         #[cfg(not(loom))]
-        return RawLock(<parking_lot::RawMutex as parking_lot::lock_api::RawMutex>::INIT);
+        return RawLock(std::sync::atomic::AtomicBool::new(false));
         #[cfg(loom)]
         return RawLock {
             locked: loom::sync::atomic::AtomicBool::new(false),
@@ -74,7 +76,9 @@ impl RawLock {
     #[inline]
     pub(crate) fn lock(&self) {
         #[cfg(not(loom))]
-        parking_lot::lock_api::RawMutex::lock(&self.0);
+        if self.0.swap(true, Ordering::Acquire) {
+            self.lock_contended();
+        }
         #[cfg(loom)]
         loop {
             if self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
@@ -84,6 +88,35 @@ impl RawLock {
             let g = self.sleep.lock().unwrap();
             if self.locked.load(Ordering::Relaxed) {
                 drop(self.wake.wait(g).unwrap());
+            }
+        }
+    }
+
+    /// The contended path: exponential backoff between attempts (32, 64, 128, 256 `PAUSE`s),
+    /// then `yield_now` between attempts. The backoff is what makes this lock fast under
+    /// contention on two cores: a waiter that re-reads the lock word at once steals its cache
+    /// line from the holder, so every operation pays a line transfer; a waiter that backs off
+    /// lets the holder run a burst of operations on a line it keeps (W6 at 2 Ps: 97 ns/msg with
+    /// parking_lot's mutex, 130 with a spin-on-read lock, 40 with this backoff). Critical
+    /// sections are a few dozen instructions and never run user code, so a waiter only yields
+    /// when the holder's thread was descheduled.
+    #[cfg(not(loom))]
+    #[cold]
+    fn lock_contended(&self) {
+        const FIRST_SPIN: u32 = 32;
+        const SPIN_STEPS: u32 = 4;
+        let mut step = 0u32;
+        loop {
+            if step < SPIN_STEPS {
+                for _ in 0..FIRST_SPIN << step {
+                    std::hint::spin_loop();
+                }
+                step += 1;
+            } else {
+                std::thread::yield_now();
+            }
+            if !self.0.load(Ordering::Relaxed) && !self.0.swap(true, Ordering::Acquire) {
+                return;
             }
         }
     }
@@ -99,10 +132,7 @@ impl RawLock {
     #[inline]
     pub(crate) unsafe fn unlock(&self) {
         #[cfg(not(loom))]
-        // SAFETY: caller contract.
-        unsafe {
-            parking_lot::lock_api::RawMutex::unlock(&self.0)
-        };
+        self.0.store(false, Ordering::Release);
         #[cfg(loom)]
         {
             assert!(self.is_locked(), "unlock of a lock this thread does not hold");

@@ -30,11 +30,12 @@ pub trait Case: Sync + sealed::Sealed {
     /// # Safety
     /// The caller holds the lock.
     unsafe fn unlock(&self);
-    /// Pass 1: completes the operation now if it can; wakers of peers go to `wake`.
+    /// Pass 1: completes the operation now if it can; the waker of the peer it completed (at
+    /// most one) goes to `wake`.
     ///
     /// # Safety
     /// See the trait docs.
-    unsafe fn try_complete(&self, wake: &mut Vec<Waker>) -> bool;
+    unsafe fn try_complete(&self, wake: &mut Option<Waker>) -> bool;
     /// Pass 2: queues the case's sudog as case `idx` of `sel`.
     ///
     /// # Safety
@@ -51,11 +52,11 @@ pub trait Case: Sync + sealed::Sealed {
     /// See the trait docs.
     unsafe fn settle(&self);
     /// The select will not return this case's result (it is being dropped after the case won):
-    /// a received value goes back to the channel.
+    /// a received value goes back to the channel (the waker of a receiver it went to, to `wake`).
     ///
     /// # Safety
     /// See the trait docs.
-    unsafe fn abandon(&self, wake: &mut Vec<Waker>);
+    unsafe fn abandon(&self, wake: &mut Option<Waker>);
     /// Whether the case fired for good and cannot fire again (a send whose value is gone).
     ///
     /// # Safety
@@ -142,12 +143,12 @@ impl<T: Send> Case for RecvCase<'_, T> {
         unsafe { unlock_opt(self.chan) }
     }
 
-    unsafe fn try_complete(&self, wake: &mut Vec<Waker>) -> bool {
+    unsafe fn try_complete(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
         // SAFETY: caller holds the lock; this is the only live `&mut Inner` of the channel.
         match unsafe { c.inner_locked() }.try_recv() {
             Ok((v, w)) => {
-                wake.extend(w);
+                *wake = w;
                 self.set_result(Some(v));
                 true
             }
@@ -189,12 +190,12 @@ impl<T: Send> Case for RecvCase<'_, T> {
         self.set_result(v);
     }
 
-    unsafe fn abandon(&self, wake: &mut Vec<Waker>) {
+    unsafe fn abandon(&self, wake: &mut Option<Waker>) {
         // SAFETY: the select is done with the slot.
         let v = self.result.with_mut(|r| unsafe { (*r).take() }).flatten();
         if let (Some(v), Some(c)) = (v, self.chan) {
             // SAFETY: caller holds the lock.
-            wake.extend(unsafe { c.inner_locked() }.give_back(v));
+            *wake = unsafe { c.inner_locked() }.give_back(v);
         }
     }
 }
@@ -294,13 +295,13 @@ impl<T: Send> Case for SendCase<'_, T> {
         unsafe { unlock_opt(self.chan) }
     }
 
-    unsafe fn try_complete(&self, wake: &mut Vec<Waker>) -> bool {
+    unsafe fn try_complete(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
         let v = self.take_value().expect("goro: send case without its value");
         // SAFETY: caller holds the lock.
         match unsafe { c.inner_locked() }.try_send(v) {
             Ok(w) => {
-                wake.extend(w);
+                *wake = w;
                 self.set_result(Ok(()));
                 true
             }
@@ -354,7 +355,7 @@ impl<T: Send> Case for SendCase<'_, T> {
         self.set_result(r);
     }
 
-    unsafe fn abandon(&self, _wake: &mut Vec<Waker>) {
+    unsafe fn abandon(&self, _wake: &mut Option<Waker>) {
         // A send that happened stays sent; a refused value is dropped with the case.
     }
 

@@ -95,8 +95,30 @@ impl Core {
             }
             return Poll::Ready(Some(self.finish(cases, false)));
         }
-        let mut wake = Vec::new();
-        let out = with_orders(cases, |lockorder, pollorder| {
+        let mut wake = None;
+        let out = with_orders(cases, |pollorder, orders| {
+            // Fast path: try each case alone, in poll order, under its own channel's lock. The
+            // first that completes is a case that was ready when tried, chosen in random order,
+            // as Go's pass 1 would; it costs one lock instead of all of them. Finding nothing
+            // ready this way proves nothing (a case tried early may have become ready since),
+            // so `default` and blocking need the pass under all the locks below.
+            if cases.len() > 1 {
+                for &i in pollorder.iter() {
+                    let c = cases[i as usize];
+                    if c.key().is_none() {
+                        continue;
+                    }
+                    c.lock();
+                    // SAFETY: we hold the case's channel lock.
+                    let done = unsafe { c.try_complete(&mut wake) };
+                    // SAFETY: locked just above.
+                    unsafe { c.unlock() };
+                    if done {
+                        return Poll::Ready(Some(i as usize));
+                    }
+                }
+            }
+            let lockorder = orders.lock();
             lock_all(cases, lockorder);
             for &i in pollorder.iter() {
                 // SAFETY: all the cases' channels are locked.
@@ -121,15 +143,18 @@ impl Core {
             goro_runtime::set_wait_reason(goro_runtime::WaitReason::Select);
             Poll::Pending
         });
-        crate::chan::wake_all(wake);
+        if let Some(w) = wake {
+            w.wake();
+        }
         out
     }
 
     /// Pass 3: unlink the losers, settle the winner. With `abandon`, the winner's outcome is
     /// given back instead of returned (the select is being dropped).
     fn finish(&self, cases: &[&dyn Case], abandon: bool) -> usize {
-        let mut wake = Vec::new();
-        let winner = with_orders(cases, |lockorder, _| {
+        let mut wake = None;
+        let winner = with_orders(cases, |_, orders| {
+            let lockorder = orders.lock();
             lock_all(cases, lockorder);
             // Under all the locks: a peer that won has settled its sudog.
             let winner = self.shared.winner();
@@ -150,7 +175,9 @@ impl Core {
             unlock_all(cases, lockorder);
             winner
         });
-        crate::chan::wake_all(wake);
+        if let Some(w) = wake {
+            w.wake();
+        }
         winner.unwrap_or(usize::MAX)
     }
 
@@ -165,9 +192,10 @@ impl Core {
     }
 }
 
-/// Runs `f` with the lock order (case indices sorted by channel address, nil cases last) and a
-/// random poll order, both on the stack for up to [`INLINE`] cases.
-fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &[u16]) -> R) -> R {
+/// Runs `f` with a random poll order and a function that makes the lock order (case indices
+/// sorted by channel address, nil cases last) the first time it is called, both on the stack for
+/// up to [`INLINE`] cases.
+fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &mut Orders<'_>) -> R) -> R {
     let n = cases.len();
     assert!(n <= u16::MAX as usize, "goro: a select has at most 65535 cases");
     let mut inline = [[0u16; INLINE]; 2];
@@ -189,12 +217,31 @@ fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &[u16]) -> R) -> R
         let j = fastrand(i as u32 + 1) as usize;
         poll.swap(i, j);
     }
-    // The lock order is the poll order stably sorted by channel: cases on one channel are then
-    // armed (queued) in random order too, so a peer picks among them at random (Go's
-    // `lockorder` is built from `pollorder` the same way).
-    lock.copy_from_slice(poll);
-    lock.sort_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
-    f(lock, poll)
+    let poll = &*poll;
+    f(poll, &mut Orders { cases, poll, lock, sorted: false })
+}
+
+/// The lock order, made on first use (a select that completes on its fast path never sorts).
+struct Orders<'a> {
+    cases: &'a [&'a dyn Case],
+    poll: &'a [u16],
+    lock: &'a mut [u16],
+    sorted: bool,
+}
+
+impl Orders<'_> {
+    /// The poll order stably sorted by channel: cases on one channel are then armed (queued) in
+    /// random order too, so a peer picks among them at random (Go's `lockorder` is built from
+    /// `pollorder` the same way).
+    fn lock(&mut self) -> &[u16] {
+        if !self.sorted {
+            self.lock.copy_from_slice(self.poll);
+            let cases = self.cases;
+            self.lock.sort_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
+            self.sorted = true;
+        }
+        self.lock
+    }
 }
 
 /// Locks each distinct channel once, in `lockorder`.
