@@ -3,11 +3,36 @@
 //! Every type works for Gs on goro (async methods), for tasks on other executors (the same
 //! async methods: they only use `Waker`s), and for plain threads (the `*_blocking` methods).
 //! Waiting never spins for long and never allocates: a waiter is a node inside its pinned
-//! future, queued on the type's [wait list](waitlist).
+//! future, queued on the type's wait list (the crate's `waitlist` module).
+//!
+//! | Go | here |
+//! |----|------|
+//! | `sync.WaitGroup` | [`WaitGroup`] |
+//! | `sync.RWMutex` | [`RwMutex`] |
+//! | `sync.Once` | [`Once`] |
+//! | `sync.Pool` | [`Pool`] |
+//! | `golang.org/x/sync/semaphore` | [`Semaphore`] |
+//!
+//! Every future here may be dropped at any await point: a dropped future never loses a wake-up
+//! or a permit (each method's docs say how).
 
 #![warn(missing_docs)]
 
-#[allow(unused_imports)] // the types that land next use the rest
+#[allow(unused_imports)] // the shim offers what the other types (Mutex, Map) use too
 mod loom;
-#[allow(dead_code)] // used by the types that land next
+mod once;
+mod pool;
+mod rwmutex;
+mod semaphore;
+mod waitgroup;
+#[allow(dead_code)] // a few helpers (`reset`, `len`, `is_empty`) serve the Mutex and Map
 mod waitlist;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use once::Once;
+pub use pool::Pool;
+pub use rwmutex::{ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, WriteLock};
+pub use semaphore::{Acquire, Semaphore};
+pub use waitgroup::{Wait, WaitGroup};

@@ -10,6 +10,12 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, A
 
 pub(crate) use std::sync::atomic::Ordering;
 
+/// `Arc`: loom's under `--cfg loom` (so a model also checks that nothing leaks), std's otherwise.
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Arc;
+
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
@@ -47,11 +53,15 @@ pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
 pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
 impl<T> Mutex<T> {
+    #[cfg(loom)]
     pub(crate) fn new(value: T) -> Mutex<T> {
-        #[cfg(loom)]
-        return Mutex(loom::sync::Mutex::new(value));
-        #[cfg(not(loom))]
-        return Mutex(parking_lot::Mutex::new(value));
+        Mutex(loom::sync::Mutex::new(value))
+    }
+
+    /// `const` outside loom, so a type built on it can have a `const fn new` (`static` items).
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: T) -> Mutex<T> {
+        Mutex(parking_lot::Mutex::new(value))
     }
 
     #[inline]

@@ -245,7 +245,9 @@ pub(crate) struct WakeBatch {
 }
 
 impl WakeBatch {
-    pub(crate) const CAP: usize = 32;
+    /// 32; 1 under loom, so that two waiters already make a wake-all unlock and relock between
+    /// batches (as the runtime's ring shrinks under loom to reach overflow).
+    pub(crate) const CAP: usize = if cfg!(loom) { 1 } else { 32 };
 
     pub(crate) fn new() -> WakeBatch {
         WakeBatch { wakers: std::array::from_fn(|_| None), len: 0 }

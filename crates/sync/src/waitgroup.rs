@@ -1,0 +1,393 @@
+//! [`WaitGroup`]: Go's `sync.WaitGroup`, waiting for a collection of Gs (or threads) to finish.
+//!
+//! # Layout
+//!
+//! Go's: one `AtomicU64` holds the counter in its high 32 bits (an `i32`) and the number of
+//! waiters in its low 32 bits. `add` is one `fetch_add` on the high half, so `add`/`done` never
+//! take a lock unless they bring the counter to zero while somebody waits. Waiters park on a
+//! [`WaitList`] whose extra data (guarded by the list's lock) is a *generation* number; each
+//! node carries the generation it was queued in.
+//!
+//! # Invariants
+//!
+//! 1. A waiter increments the waiter count only under the list's lock, with a CAS that succeeds
+//!    only while the counter is not zero (if it is zero, the wait is over at once), and queues its
+//!    node in the same lock section with the current generation.
+//! 2. The waiter count is the number of queued nodes *of the current generation*. It changes only
+//!    under the list's lock: +1 by a waiter (1.), -1 by a dropped waiter that removes its own
+//!    current-generation node, and -w by a release (3.).
+//! 3. Release: the `add` that brings the counter to zero while the count is `w != 0` takes the lock
+//!    and re-reads the state. If the counter is still zero, no new waiter can queue (1.), so the
+//!    `w` current-generation nodes are exactly the waiters that were waiting when the counter hit
+//!    zero: it subtracts `w` from the count (a `fetch_sub`, so a racing `add` is kept), bumps the
+//!    generation, and wakes every node of an older generation, in batches of
+//!    [`WakeBatch::CAP`], unlocking to wake each batch. Nodes queued while it was unlocked carry
+//!    the new generation and sit behind the old ones (FIFO), so the drain stops at the first of
+//!    them: a waiter that queued after a re-`add` is not woken by the previous zero.
+//! 4. If the counter is no longer zero when the releaser gets the lock, an `add` raised it in
+//!    between. Either the count was zero at that moment (every waiter had been dropped, and the
+//!    nodes now queued came later and must keep waiting), or it was not, and that `add` panicked
+//!    with Go's misuse message. In both cases the releaser does nothing: the queued waiters are
+//!    released by the next zero. A waiter is therefore never released while the counter it waited
+//!    on has not reached zero since it queued, and never missed by a zero that a releaser handles.
+//! 5. A dropped waiting future takes the lock and removes its node; it decrements the count only
+//!    if the node is of the current generation (an older node is no longer counted: a release
+//!    that is draining it already subtracted it). Both happen under the lock, so the count and the
+//!    list always agree, and a later `add` does not see a phantom waiter.
+//!
+//! Memory ordering: every change of the state is an `AcqRel` read-modify-write, so the `add` that
+//! reaches zero has acquired every earlier `done`; a released waiter acquires it through its
+//! node's `state` (Release/Acquire) and a fast-path waiter through its `Acquire` load of a zero
+//! counter. Everything a G did before its `done` is visible after `wait` returns, as in Go.
+
+use crate::loom::{Arc, AtomicU64, Ordering::*};
+use crate::waitlist::{Node, WaitList, WakeBatch, WAITING};
+use goro_runtime::{JoinHandle, WaitReason};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A node's outcome: released by a zero of the counter.
+const RELEASED: u8 = 1;
+
+fn counter(state: u64) -> i32 {
+    (state >> 32) as i32
+}
+
+fn waiters(state: u64) -> u32 {
+    state as u32
+}
+
+/// Waits for a collection of Gs (or threads) to finish: Go's `sync.WaitGroup`.
+///
+/// The main G calls [`add`](WaitGroup::add) with the number of Gs to wait for (or starts them
+/// with [`go`](WaitGroup::go)); each of them calls [`done`](WaitGroup::done) when finished;
+/// [`wait`](WaitGroup::wait) completes once the counter is zero. A `WaitGroup` is a handle:
+/// clones share one counter (Go passes `*sync.WaitGroup`; here you clone it into each G).
+///
+/// It may be reused once every `wait` of the previous round has returned. As in Go, an `add` with
+/// a positive delta that starts from zero must happen before the `wait` it is meant for.
+///
+/// ```
+/// use goro::sync::WaitGroup;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// goro::run(async {
+///     let wg = WaitGroup::new();
+///     let hits = Arc::new(AtomicUsize::new(0));
+///     for _ in 0..10 {
+///         wg.add(1);
+///         let (wg, hits) = (wg.clone(), hits.clone());
+///         goro::go(async move {
+///             hits.fetch_add(1, Ordering::Relaxed);
+///             wg.done();
+///         });
+///     }
+///     wg.wait().await;
+///     assert_eq!(hits.load(Ordering::Relaxed), 10);
+/// });
+/// ```
+#[derive(Clone)]
+pub struct WaitGroup {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Counter (high 32 bits, an `i32`) and waiter count (low 32 bits).
+    state: AtomicU64,
+    /// The waiters; the extra data is the current generation (see the module docs).
+    list: WaitList<u64>,
+}
+
+impl WaitGroup {
+    /// A new `WaitGroup` with a zero counter.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.wait_blocking(); // zero: returns at once
+    /// ```
+    pub fn new() -> WaitGroup {
+        WaitGroup { inner: Arc::new(Inner { state: AtomicU64::new(0), list: WaitList::new(0) }) }
+    }
+
+    /// Adds `delta`, which may be negative, to the counter (Go's `Add`). When the counter reaches
+    /// zero, every waiter is released.
+    ///
+    /// # Panics
+    /// - `sync: negative WaitGroup counter` if the counter goes below zero (it stays there, as in
+    ///   Go: the `WaitGroup` is unusable afterwards);
+    /// - `sync: WaitGroup misuse: Add called concurrently with Wait` if a positive delta raises
+    ///   the counter from zero while waiters of the previous zero have not been released yet;
+    /// - if `delta` does not fit the counter (an `i32`, as in Go).
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.add(2);
+    /// wg.add(-1);
+    /// wg.done();
+    /// wg.wait_blocking();
+    /// ```
+    #[track_caller]
+    pub fn add(&self, delta: isize) {
+        let Ok(d) = i32::try_from(delta) else {
+            panic!("sync: WaitGroup delta {delta} out of range (the counter is an i32, as in Go)");
+        };
+        let step = (i64::from(d) as u64) << 32;
+        let state = self.inner.state.fetch_add(step, AcqRel).wrapping_add(step);
+        let (v, w) = (counter(state), waiters(state));
+        if v < 0 {
+            panic!("sync: negative WaitGroup counter");
+        }
+        if w != 0 && d > 0 && v == d {
+            panic!("sync: WaitGroup misuse: Add called concurrently with Wait");
+        }
+        if v > 0 || w == 0 {
+            return;
+        }
+        self.inner.release();
+    }
+
+    /// Decrements the counter by one (Go's `Done`): `add(-1)`.
+    ///
+    /// # Panics
+    /// `sync: negative WaitGroup counter` if the counter was already zero.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.add(1);
+    /// let w = wg.clone();
+    /// std::thread::spawn(move || w.done());
+    /// wg.wait_blocking();
+    /// ```
+    #[track_caller]
+    pub fn done(&self) {
+        self.add(-1);
+    }
+
+    /// Waits until the counter is zero (Go's `Wait`). Completes at once if it is zero now.
+    ///
+    /// Cancellation: dropping the future before it completes removes its waiter (under the
+    /// list's lock, with the waiter count), so it neither keeps a phantom waiter that would make a
+    /// later `add` panic nor takes a wake-up from another waiter: every waiter is released by
+    /// the zero on its own.
+    ///
+    /// ```
+    /// goro::run(async {
+    ///     let wg = goro::sync::WaitGroup::new();
+    ///     wg.add(1);
+    ///     let w = wg.clone();
+    ///     goro::go(async move { w.done() });
+    ///     wg.wait().await;
+    /// });
+    /// ```
+    pub fn wait(&self) -> Wait<'_> {
+        Wait { wg: &self.inner, node: Node::new(), generation: 0, queued: false }
+    }
+
+    /// Blocks the calling thread until the counter is zero: [`wait`](WaitGroup::wait) for plain
+    /// threads. Called from a G it blocks the whole M (and the Gs queued on its P until the
+    /// runtime hands the P off): use `wait().await` there.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// let threads: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         wg.add(1);
+    ///         let wg = wg.clone();
+    ///         std::thread::spawn(move || wg.done())
+    ///     })
+    ///     .collect();
+    /// wg.wait_blocking();
+    /// # for t in threads { t.join().unwrap(); }
+    /// ```
+    pub fn wait_blocking(&self) {
+        goro_runtime::block_on_thread(self.wait());
+    }
+
+    /// Adds one to the counter and starts a G running `fut` that calls [`done`](WaitGroup::done)
+    /// when it ends (Go 1.25's `WaitGroup.Go`). `done` runs however the G ends: it returns,
+    /// panics (the panic is reported through the handle) or is aborted or dropped at shutdown.
+    ///
+    /// # Panics
+    /// Outside a goro runtime, like [`goro::go`](fn@goro_runtime::go) (the counter is restored
+    /// first).
+    ///
+    /// ```
+    /// goro::run(async {
+    ///     let wg = goro::sync::WaitGroup::new();
+    ///     let handles: Vec<_> = (0..4).map(|i| wg.go(async move { i * 10 })).collect();
+    ///     wg.wait().await;
+    ///     let mut sum = 0;
+    ///     for h in handles {
+    ///         sum += h.await.unwrap();
+    ///     }
+    ///     assert_eq!(sum, 60);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn go<F>(&self, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        /// Calls `done` when dropped: when the G's future completes, panics or is dropped.
+        struct DoneOnDrop(WaitGroup);
+        impl Drop for DoneOnDrop {
+            fn drop(&mut self) {
+                self.0.done();
+            }
+        }
+        self.add(1);
+        let done = DoneOnDrop(self.clone());
+        goro_runtime::go(async move {
+            let _done = done;
+            fut.await
+        })
+    }
+}
+
+impl Inner {
+    /// Releases the waiters after an `add` brought the counter to zero while some were counted
+    /// (module docs, 3. and 4.).
+    fn release(&self) {
+        let mut list = self.list.lock();
+        let state = self.state.load(Acquire);
+        if counter(state) != 0 || waiters(state) == 0 {
+            return;
+        }
+        self.state.fetch_sub(u64::from(waiters(state)), AcqRel);
+        let generation = list.extra().wrapping_add(1);
+        *list.extra() = generation;
+        let mut batch = WakeBatch::new();
+        loop {
+            while !batch.is_full() && list.front_data().is_some_and(|g| g != generation) {
+                batch.push(list.pop_front(RELEASED));
+            }
+            let full = batch.is_full();
+            drop(list);
+            batch.wake_all();
+            if !full {
+                return;
+            }
+            list = self.list.lock();
+        }
+    }
+}
+
+// Every panic of `add` leaves the state as Go leaves it (the panic is the report); nothing is
+// half-updated that a caller could observe after catching it.
+impl std::panic::UnwindSafe for WaitGroup {}
+impl std::panic::RefUnwindSafe for WaitGroup {}
+
+impl Default for WaitGroup {
+    fn default() -> WaitGroup {
+        WaitGroup::new()
+    }
+}
+
+impl fmt::Debug for WaitGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.load(Relaxed);
+        f.debug_struct("WaitGroup").field("counter", &counter(state)).field("waiters", &waiters(state)).finish()
+    }
+}
+
+/// The future of [`WaitGroup::wait`]: completes once the counter is zero.
+///
+/// Cancel-safe: dropping it removes its waiter (see [`WaitGroup::wait`]).
+#[must_use = "futures do nothing unless you `.await` them"]
+pub struct Wait<'a> {
+    wg: &'a Inner,
+    /// Queued on `wg.list` while `queued`; pinned with the future.
+    node: Node,
+    /// The generation `node` was queued with.
+    generation: u64,
+    queued: bool,
+}
+
+impl Future for Wait<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: nothing is moved out of the pinned future; `node` stays where it is.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.queued {
+            // The protocol of `waitlist`: a non-WAITING state read with Acquire means a releaser
+            // unlinked the node and will not touch it again.
+            if this.node.state() != WAITING {
+                this.queued = false;
+                return Poll::Ready(());
+            }
+            let mut list = this.wg.list.lock();
+            if this.node.state() != WAITING {
+                this.queued = false;
+                return Poll::Ready(());
+            }
+            list.set_waker(&this.node, cx.waker());
+            drop(list);
+            goro_runtime::set_wait_reason(WaitReason::SyncWaitGroupWait);
+            return Poll::Pending;
+        }
+        if counter(this.wg.state.load(Acquire)) == 0 {
+            return Poll::Ready(());
+        }
+        let mut list = this.wg.list.lock();
+        let mut state = this.wg.state.load(Acquire);
+        loop {
+            if counter(state) == 0 {
+                return Poll::Ready(());
+            }
+            debug_assert_ne!(waiters(state), u32::MAX, "sync: too many WaitGroup waiters");
+            match this.wg.state.compare_exchange_weak(state, state + 1, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(actual) => state = actual,
+            }
+        }
+        this.generation = *list.extra();
+        // SAFETY: `node` is not queued (`queued` is false: it was never queued, or a releaser
+        // completed it, or our `Drop` has not run because we are being polled). It is pinned
+        // inside this future, and `Drop` removes it under the lock if it is still queued, so it
+        // stays at its address for as long as it is linked.
+        unsafe { list.push(&this.node, cx.waker().clone(), this.generation, false) };
+        this.queued = true;
+        drop(list);
+        goro_runtime::set_wait_reason(WaitReason::SyncWaitGroupWait);
+        Poll::Pending
+    }
+}
+
+impl Drop for Wait<'_> {
+    fn drop(&mut self) {
+        if !self.queued || self.node.state() != WAITING {
+            return;
+        }
+        let mut list = self.wg.list.lock();
+        // Still queued: take it out and, if it is counted (current generation), uncount it.
+        if list.remove(&self.node) && self.generation == *list.extra() {
+            self.wg.state.fetch_sub(1, AcqRel);
+        }
+    }
+}
+
+impl fmt::Debug for Wait<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wait").field("queued", &self.queued).finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Go's misuse check, set up exactly: the counter is zero while a waiter of that zero is still
+    /// counted (the window before its release takes the lock), and an `add` raises it again.
+    #[test]
+    fn add_during_release_is_misuse() {
+        let wg = WaitGroup::new();
+        wg.inner.state.store(1, Relaxed); // counter 0, one waiter counted
+        let err = std::panic::catch_unwind(|| wg.add(1)).unwrap_err();
+        assert_eq!(err.downcast_ref::<&str>(), Some(&"sync: WaitGroup misuse: Add called concurrently with Wait"));
+    }
+}
