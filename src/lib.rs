@@ -48,13 +48,13 @@ pub mod chan {
 }
 
 /// Go's `sync` package (and `golang.org/x/sync/semaphore`): [`WaitGroup`](sync::WaitGroup),
-/// [`RwMutex`](sync::RwMutex), [`Once`](sync::Once), [`Pool`](sync::Pool) and the weighted
+/// [`Mutex`](sync::Mutex), [`RwMutex`](sync::RwMutex), [`Once`](sync::Once), [`Pool`](sync::Pool) and the weighted
 /// [`Semaphore`](sync::Semaphore). Waiting Gs park instead of blocking their M; plain threads use
 /// the `*_blocking` methods; every future is cancel-safe.
 pub mod sync {
     pub use goro_sync::{
-        Acquire, Once, Pool, ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, Semaphore, Wait, WaitGroup,
-        WriteLock,
+        Acquire, Lock, Mutex, MutexGuard, Once, Pool, ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard,
+        Semaphore, Wait, WaitGroup, WriteLock,
     };
 }
 

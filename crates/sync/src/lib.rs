@@ -8,6 +8,7 @@
 //! | Go | here |
 //! |----|------|
 //! | `sync.WaitGroup` | [`WaitGroup`] |
+//! | `sync.Mutex` | [`Mutex`] |
 //! | `sync.RWMutex` | [`RwMutex`] |
 //! | `sync.Once` | [`Once`] |
 //! | `sync.Pool` | [`Pool`] |
@@ -20,6 +21,7 @@
 
 #[allow(unused_imports)] // the shim offers what the other types (Mutex, Map) use too
 mod loom;
+mod mutex;
 mod once;
 mod pool;
 mod rwmutex;
@@ -31,6 +33,7 @@ mod waitlist;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use mutex::{Lock, Mutex, MutexGuard};
 pub use once::Once;
 pub use pool::Pool;
 pub use rwmutex::{ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, WriteLock};
