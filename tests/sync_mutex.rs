@@ -114,11 +114,8 @@ fn relocking_g_cannot_starve_a_waiter() {
     rt(2).block_on(async {
         let (m2, stop2) = (m.clone(), stop.clone());
         let hog = goro::go(async move {
-            let mut n = 0u64;
             while !stop2.load(SeqCst) {
-                let _g = m2.lock().await;
-                n += 1;
-                assert!(n < 1 << 40);
+                drop(m2.lock().await);
             }
         });
         let m3 = m.clone();

@@ -8,30 +8,8 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
 
 pub(crate) use std::sync::atomic::Ordering;
 
-#[cfg(loom)]
-pub(crate) use loom::cell::UnsafeCell;
-
-/// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.
-#[cfg(not(loom))]
-#[derive(Debug)]
-pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
-
-#[cfg(not(loom))]
-impl<T> UnsafeCell<T> {
-    pub(crate) const fn new(data: T) -> UnsafeCell<T> {
-        UnsafeCell(std::cell::UnsafeCell::new(data))
-    }
-
-    #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-        f(self.0.get())
-    }
-
-    #[inline(always)]
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-        f(self.0.get())
-    }
-}
+/// `UnsafeCell` with loom's closure API (`with`, `with_mut`): goro-runtime's shim.
+pub(crate) use goro_runtime::shim::UnsafeCell;
 
 /// A lock with explicit `lock`/`unlock` (no guard), so `select` can hold the locks of several
 /// channels at once, taken in address order.

@@ -51,6 +51,13 @@ mod yield_now;
 mod loom_tests;
 
 pub use block_on_thread::block_on_thread;
+
+/// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each crate's
+/// `loom.rs` re-exports these). Not part of the public API.
+#[doc(hidden)]
+pub mod shim {
+    pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
+}
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;
 pub use runtime::{current_proc_index, go, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};

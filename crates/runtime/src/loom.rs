@@ -22,50 +22,62 @@ pub(crate) mod thread {
 
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.
 #[cfg(loom)]
-pub(crate) use loom::cell::UnsafeCell;
+pub use loom::cell::UnsafeCell;
 
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.
 #[cfg(not(loom))]
 #[derive(Debug)]
-pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
 #[cfg(not(loom))]
 impl<T> UnsafeCell<T> {
-    pub(crate) const fn new(data: T) -> UnsafeCell<T> {
+    /// Wraps `data`.
+    pub const fn new(data: T) -> UnsafeCell<T> {
         UnsafeCell(std::cell::UnsafeCell::new(data))
     }
 
+    /// Runs `f` with a shared pointer to the contents.
     #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
         f(self.0.get())
     }
 
+    /// Runs `f` with a mutable pointer to the contents.
     #[inline(always)]
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
         f(self.0.get())
     }
 }
 
-/// A mutex whose `lock` cannot fail (poisoning is ignored: a panicking G never holds one of the
-/// scheduler's locks across user code).
+/// A mutex whose `lock` cannot fail (poisoning is ignored: goro's internal locks are never held
+/// across user code).
 #[derive(Debug, Default)]
-pub(crate) struct Mutex<T>(#[cfg(loom)] loom::sync::Mutex<T>, #[cfg(not(loom))] parking_lot::Mutex<T>);
+pub struct Mutex<T>(#[cfg(loom)] loom::sync::Mutex<T>, #[cfg(not(loom))] parking_lot::Mutex<T>);
 
+/// The guard of [`Mutex`].
 #[cfg(loom)]
-pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+/// The guard of [`Mutex`].
 #[cfg(not(loom))]
-pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
 impl<T> Mutex<T> {
-    pub(crate) fn new(value: T) -> Mutex<T> {
-        #[cfg(loom)]
-        return Mutex(loom::sync::Mutex::new(value));
-        #[cfg(not(loom))]
-        return Mutex(parking_lot::Mutex::new(value));
+    /// A new, unlocked mutex.
+    #[cfg(loom)]
+    pub fn new(value: T) -> Mutex<T> {
+        Mutex(loom::sync::Mutex::new(value))
     }
 
+    /// A new, unlocked mutex; `const` outside loom, so a type built on it can have a
+    /// `const fn new` (`static` items).
+    #[cfg(not(loom))]
+    pub const fn new(value: T) -> Mutex<T> {
+        Mutex(parking_lot::Mutex::new(value))
+    }
+
+    /// Locks, blocking the thread.
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+    pub fn lock(&self) -> MutexGuard<'_, T> {
         #[cfg(loom)]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
         #[cfg(not(loom))]

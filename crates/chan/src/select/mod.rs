@@ -96,7 +96,7 @@ impl Core {
             return Poll::Ready(Some(self.finish(cases, false)));
         }
         let mut wake = None;
-        let out = with_orders(cases, |pollorder, orders| {
+        let out = with_orders(cases, true, |pollorder, orders| {
             // Fast path: try each case alone, in poll order, under its own channel's lock. The
             // first that completes is a case that was ready when tried, chosen in random order,
             // as Go's pass 1 would; it costs one lock instead of all of them. Finding nothing
@@ -153,7 +153,7 @@ impl Core {
     /// given back instead of returned (the select is being dropped).
     fn finish(&self, cases: &[&dyn Case], abandon: bool) -> usize {
         let mut wake = None;
-        let winner = with_orders(cases, |_, orders| {
+        let winner = with_orders(cases, false, |_, orders| {
             let lockorder = orders.lock();
             lock_all(cases, lockorder);
             // Under all the locks: a peer that won has settled its sudog.
@@ -192,10 +192,10 @@ impl Core {
     }
 }
 
-/// Runs `f` with a random poll order and a function that makes the lock order (case indices
-/// sorted by channel address, nil cases last) the first time it is called, both on the stack for
-/// up to [`INLINE`] cases.
-fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &mut Orders<'_>) -> R) -> R {
+/// Runs `f` with the poll order (random with `shuffle`, else the case order: unlinking the
+/// losers needs no randomness) and the lock order (case indices sorted by channel address, nil
+/// cases last), made on first use; both on the stack for up to [`INLINE`] cases.
+fn with_orders<R>(cases: &[&dyn Case], shuffle: bool, f: impl FnOnce(&[u16], &mut Orders<'_>) -> R) -> R {
     let n = cases.len();
     assert!(n <= u16::MAX as usize, "goro: a select has at most 65535 cases");
     let mut inline = [[0u16; INLINE]; 2];
@@ -213,10 +213,14 @@ fn with_orders<R>(cases: &[&dyn Case], f: impl FnOnce(&[u16], &mut Orders<'_>) -
     // Fisher-Yates with a per-thread generator (Go's `cheaprandn`). Loom needs every run of a
     // model to be reproducible, so there the poll order is the case order.
     #[cfg(not(loom))]
-    for i in (1..n).rev() {
-        let j = fastrand(i as u32 + 1) as usize;
-        poll.swap(i, j);
+    if shuffle {
+        for i in (1..n).rev() {
+            let j = fastrand(i as u32 + 1) as usize;
+            poll.swap(i, j);
+        }
     }
+    #[cfg(loom)]
+    let _ = shuffle;
     let poll = &*poll;
     f(poll, &mut Orders { cases, poll, lock, sorted: false })
 }
