@@ -118,6 +118,7 @@ impl<T> Chan<T> {
 
 impl<T> std::ops::Deref for Guard<'_, T> {
     type Target = Inner<T>;
+    #[inline]
     fn deref(&self) -> &Inner<T> {
         // SAFETY: we hold the lock; `&self` prevents a `&mut` through this guard meanwhile.
         self.chan.inner.with(|i| unsafe { &*i })
@@ -125,6 +126,7 @@ impl<T> std::ops::Deref for Guard<'_, T> {
 }
 
 impl<T> std::ops::DerefMut for Guard<'_, T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut Inner<T> {
         #[cfg(loom)]
         assert!(self.chan.lock.is_locked(), "guard without the lock");
@@ -134,6 +136,7 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 }
 
 impl<T> Drop for Guard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: a guard exists only while its thread holds the lock.
         unsafe { self.chan.lock.unlock() }
@@ -144,6 +147,30 @@ impl<T> Inner<T> {
     /// Buffered values.
     pub(crate) fn len(&self) -> usize {
         self.buf.len()
+    }
+
+    /// The common case of a send, inlined into the send future's poll: nobody is waiting to
+    /// receive, the channel is open and the buffer has room. `Err(v)` means "take the full
+    /// path" ([`try_send`](Self::try_send)), not that the send failed.
+    #[inline]
+    pub(crate) fn try_send_fast(&mut self, v: T) -> Result<(), T> {
+        if self.recvq.is_empty() && self.buf.len() < self.cap && !self.closed && !self.rx_gone {
+            self.buf.push_back(v);
+            Ok(())
+        } else {
+            Err(v)
+        }
+    }
+
+    /// The common case of a receive: a buffered value and no blocked sender to refill the
+    /// buffer from. `None` means "take the full path" ([`try_recv`](Self::try_recv)).
+    #[inline]
+    pub(crate) fn try_recv_fast(&mut self) -> Option<T> {
+        if self.sendq.is_empty() {
+            self.buf.pop_front()
+        } else {
+            None
+        }
     }
 
     /// Go's `chansend` without blocking: hand `v` to a waiting receiver, else buffer it. On

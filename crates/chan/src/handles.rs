@@ -67,6 +67,7 @@ impl<T> Sender<T> {
     ///     assert_eq!(tx.send(2).await.unwrap_err().0, 2);
     /// });
     /// ```
+    #[inline]
     pub fn send(&self, value: T) -> Send<'_, T> {
         Send { chan: &self.chan, value: Some(value), op: SendOp::new() }
     }
@@ -200,6 +201,7 @@ impl<T> Receiver<T> {
     ///     assert_eq!(rx.recv().await, None);
     /// });
     /// ```
+    #[inline]
     pub fn recv(&self) -> Recv<'_, T> {
         Recv { chan: &self.chan, op: RecvOp::new() }
     }

@@ -12,13 +12,14 @@
 //! - for a send that had not completed, drops the unsent value with the future: it was never
 //!   sent, and no receiver will see it.
 
-use crate::chan::{Chan, Inner};
+use crate::chan::{Chan, Guard, Inner};
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::loom::Ordering::*;
 use crate::waitq::{Sudog, CLOSED, DONE, WAITING};
 use goro_runtime::WaitReason;
 use std::fmt;
 use std::future::Future;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -37,15 +38,42 @@ fn if_waiting<T>(sudog: &Sudog<T>, chan: &Chan<T>, f: impl FnOnce(&mut Inner<T>)
     true
 }
 
-/// The reusable state of one receive: its sudog and whether it is queued.
+/// The reusable state of one receive: its sudog, written only when the receive has to wait.
+///
+/// The sudog is initialised exactly while `parked` is set (from the moment the op queues it
+/// until the op has seen it settled or unlinked it and dropped it in place). An op that
+/// completes at once, the common case, never touches it: creating, polling and dropping such
+/// a future writes two words and takes the channel lock once.
 pub(crate) struct RecvOp<T> {
-    sudog: Sudog<T>,
+    sudog: MaybeUninit<Sudog<T>>,
     parked: bool,
 }
 
 impl<T> RecvOp<T> {
+    #[inline]
     pub(crate) fn new() -> RecvOp<T> {
-        RecvOp { sudog: Sudog::new(), parked: false }
+        RecvOp { sudog: MaybeUninit::uninit(), parked: false }
+    }
+
+    /// The sudog.
+    ///
+    /// # Safety
+    /// `self.parked` (the sudog is initialised).
+    #[inline]
+    unsafe fn sudog(&self) -> &Sudog<T> {
+        debug_assert!(self.parked);
+        // SAFETY: caller contract: initialised while parked.
+        unsafe { self.sudog.assume_init_ref() }
+    }
+
+    /// Drops the sudog in place and clears `parked`.
+    ///
+    /// # Safety
+    /// `self.parked`, and the sudog is not queued (settled, or unlinked by us).
+    unsafe fn unpark(&mut self) {
+        self.parked = false;
+        // SAFETY: caller contract: initialised, and no peer can reach it any more.
+        unsafe { self.sudog.assume_init_drop() };
     }
 
     /// Polls the receive; on `Ready` the op is reset and may be polled again for the next value.
@@ -53,23 +81,28 @@ impl<T> RecvOp<T> {
     /// # Safety
     /// `self` is pinned (it never moves while parked), and `chan` is the same channel on every
     /// call until the op is ready or cancelled.
+    #[inline]
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.parked {
-            // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
-            if if_waiting(&self.sudog, chan, |_| unsafe { self.sudog.set_waker(cx.waker()) }) {
-                return Poll::Pending;
-            }
-            // Settled (the Acquire load in `if_waiting` saw it): the slot is ours again.
-            let state = self.sudog.state.load(Acquire);
-            self.parked = false;
-            // SAFETY: settled, not queued: the slot is ours.
-            let v = unsafe { self.sudog.take_elem() };
-            // SAFETY: not queued, ours.
-            unsafe { self.sudog.reset() };
-            debug_assert_eq!(v.is_some(), state == DONE);
-            return Poll::Ready(v);
+            // SAFETY: caller contract.
+            return unsafe { self.poll_parked(chan, cx) };
         }
         let mut g = chan.lock();
+        if let Some(v) = g.try_recv_fast() {
+            drop(g);
+            return Poll::Ready(Some(v));
+        }
+        // SAFETY: caller contract.
+        unsafe { self.poll_locked(g, cx) }
+    }
+
+    /// The first poll's full path, with the lock held: a blocked sender to take from (or to
+    /// refill the buffer from), a closed channel, or park.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll); `g` locks the op's channel; not parked.
+    #[inline(never)]
+    unsafe fn poll_locked(&mut self, mut g: Guard<'_, T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         match g.try_recv() {
             Ok((v, w)) => {
                 drop(g);
@@ -80,13 +113,15 @@ impl<T> RecvOp<T> {
             }
             Err(TryRecvError::Closed) => Poll::Ready(None),
             Err(TryRecvError::Empty) => {
+                self.sudog.write(Sudog::new());
+                self.parked = true;
                 // SAFETY: we hold the lock; the sudog is pinned with `self` and is unlinked by
                 // `cancel` (or settled by a peer) before it can be freed.
                 unsafe {
-                    self.sudog.set_waker(cx.waker());
-                    g.park_recv(&self.sudog);
+                    let sg = self.sudog();
+                    sg.set_waker(cx.waker());
+                    g.park_recv(sg);
                 }
-                self.parked = true;
                 drop(g);
                 goro_runtime::set_wait_reason(WaitReason::ChanReceive);
                 Poll::Pending
@@ -94,49 +129,100 @@ impl<T> RecvOp<T> {
         }
     }
 
+    /// A later poll while parked: still waiting (refresh the waker), or settled by a peer.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll); parked.
+    #[inline(never)]
+    unsafe fn poll_parked(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        // SAFETY: parked.
+        let sg = unsafe { self.sudog() };
+        // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
+        if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
+            return Poll::Pending;
+        }
+        // Settled (the Acquire load in `if_waiting` saw it): the slot is ours again.
+        let state = sg.state.load(Acquire);
+        // SAFETY: settled, not queued: the slot is ours.
+        let v = unsafe { sg.take_elem() };
+        debug_assert_eq!(v.is_some(), state == DONE);
+        // SAFETY: settled: no peer reaches it any more.
+        unsafe { self.unpark() };
+        Poll::Ready(v)
+    }
+
     /// Undoes a pending receive (see the module docs).
     ///
     /// # Safety
     /// As for [`poll`](Self::poll).
+    #[inline]
     pub(crate) unsafe fn cancel(&mut self, chan: &Chan<T>) {
-        if !self.parked {
-            return;
+        if self.parked {
+            // SAFETY: caller contract.
+            unsafe { self.cancel_parked(chan) }
         }
-        self.parked = false;
+    }
+
+    /// # Safety
+    /// As for [`poll`](Self::poll); parked.
+    #[cold]
+    unsafe fn cancel_parked(&mut self, chan: &Chan<T>) {
+        // SAFETY: parked.
+        let sg = unsafe { self.sudog() };
         // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's recvq.
-        if if_waiting(&self.sudog, chan, |g| unsafe {
-            g.recvq.remove(&self.sudog);
-        }) {
-            return;
-        }
-        // Settled but never returned: a value handed to us goes back.
-        // SAFETY: settled: the slot is ours.
-        if let Some(v) = unsafe { self.sudog.take_elem() } {
-            let w = chan.lock().give_back(v);
-            if let Some(w) = w {
-                w.wake();
+        let unlinked = if_waiting(sg, chan, |g| unsafe {
+            g.recvq.remove(sg);
+        });
+        if !unlinked {
+            // Settled but never returned: a value handed to us goes back.
+            // SAFETY: settled: the slot is ours.
+            if let Some(v) = unsafe { sg.take_elem() } {
+                let w = chan.lock().give_back(v);
+                if let Some(w) = w {
+                    w.wake();
+                }
             }
         }
-        // SAFETY: not queued, ours.
-        unsafe { self.sudog.reset() };
+        // SAFETY: unlinked by us or settled: no peer reaches it any more.
+        unsafe { self.unpark() };
     }
 }
 
-/// The reusable state of one send.
+/// The reusable state of one send; its sudog is written only when the send has to wait (as
+/// for [`RecvOp`]).
 pub(crate) struct SendOp<T> {
-    sudog: Sudog<T>,
+    sudog: MaybeUninit<Sudog<T>>,
     parked: bool,
 }
 
 impl<T> SendOp<T> {
+    #[inline]
     pub(crate) fn new() -> SendOp<T> {
-        SendOp { sudog: Sudog::new(), parked: false }
+        SendOp { sudog: MaybeUninit::uninit(), parked: false }
+    }
+
+    /// # Safety
+    /// As for [`RecvOp::sudog`].
+    #[inline]
+    unsafe fn sudog(&self) -> &Sudog<T> {
+        debug_assert!(self.parked);
+        // SAFETY: caller contract: initialised while parked.
+        unsafe { self.sudog.assume_init_ref() }
+    }
+
+    /// # Safety
+    /// As for [`RecvOp::unpark`].
+    unsafe fn unpark(&mut self) {
+        self.parked = false;
+        // SAFETY: caller contract: initialised, and no peer can reach it any more.
+        unsafe { self.sudog.assume_init_drop() };
     }
 
     /// Polls the send of `value` (taken on the first poll).
     ///
     /// # Safety
     /// As for [`RecvOp::poll`].
+    #[inline]
     pub(crate) unsafe fn poll(
         &mut self,
         chan: &Chan<T>,
@@ -144,30 +230,33 @@ impl<T> SendOp<T> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         if self.parked {
-            // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
-            if if_waiting(&self.sudog, chan, |_| unsafe { self.sudog.set_waker(cx.waker()) }) {
-                return Poll::Pending;
-            }
-            return match self.sudog.state.load(Acquire) {
-                DONE => {
-                    self.parked = false;
-                    // SAFETY: settled, not queued.
-                    unsafe { self.sudog.reset() };
-                    Poll::Ready(Ok(()))
-                }
-                CLOSED => {
-                    self.parked = false;
-                    // SAFETY: settled: the slot (still holding our value) is ours.
-                    let v = unsafe { self.sudog.take_elem() }.expect("a refused send keeps its value");
-                    // SAFETY: not queued, ours.
-                    unsafe { self.sudog.reset() };
-                    Poll::Ready(Err(SendError(v)))
-                }
-                s => unreachable!("goro: sudog state {s}"),
-            };
+            // SAFETY: caller contract.
+            return unsafe { self.poll_parked(chan, cx) };
         }
         let v = value.take().expect("goro: send future polled after it completed");
         let mut g = chan.lock();
+        match g.try_send_fast(v) {
+            Ok(()) => {
+                drop(g);
+                Poll::Ready(Ok(()))
+            }
+            // SAFETY: caller contract.
+            Err(v) => unsafe { self.poll_locked(g, v, cx) },
+        }
+    }
+
+    /// The first poll's full path, with the lock held: a receiver to hand `v` to, a closed
+    /// channel, or park with `v` in the sudog.
+    ///
+    /// # Safety
+    /// As for [`RecvOp::poll`]; `g` locks the op's channel; not parked.
+    #[inline(never)]
+    unsafe fn poll_locked(
+        &mut self,
+        mut g: Guard<'_, T>,
+        v: T,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
         match g.try_send(v) {
             Ok(w) => {
                 drop(g);
@@ -178,13 +267,15 @@ impl<T> SendOp<T> {
             }
             Err(TrySendError::Closed(v)) => Poll::Ready(Err(SendError(v))),
             Err(TrySendError::Full(v)) => {
-                // SAFETY: as in RecvOp::poll.
-                unsafe {
-                    self.sudog.put_elem(v);
-                    self.sudog.set_waker(cx.waker());
-                    g.park_send(&self.sudog);
-                }
+                self.sudog.write(Sudog::new());
                 self.parked = true;
+                // SAFETY: as in RecvOp::poll_locked.
+                unsafe {
+                    let sg = self.sudog();
+                    sg.put_elem(v);
+                    sg.set_waker(cx.waker());
+                    g.park_send(sg);
+                }
                 drop(g);
                 goro_runtime::set_wait_reason(WaitReason::ChanSend);
                 Poll::Pending
@@ -192,19 +283,51 @@ impl<T> SendOp<T> {
         }
     }
 
+    /// # Safety
+    /// As for [`RecvOp::poll`]; parked.
+    #[inline(never)]
+    unsafe fn poll_parked(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        // SAFETY: parked.
+        let sg = unsafe { self.sudog() };
+        // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
+        if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
+            return Poll::Pending;
+        }
+        let out = match sg.state.load(Acquire) {
+            DONE => Ok(()),
+            // SAFETY: settled: the slot (still holding our value) is ours.
+            CLOSED => Err(SendError(unsafe { sg.take_elem() }.expect("a refused send keeps its value"))),
+            s => unreachable!("goro: sudog state {s}"),
+        };
+        // SAFETY: settled: no peer reaches it any more.
+        unsafe { self.unpark() };
+        Poll::Ready(out)
+    }
+
     /// Undoes a pending send: the unsent value is dropped with the op.
     ///
     /// # Safety
     /// As for [`RecvOp::poll`].
+    #[inline]
     pub(crate) unsafe fn cancel(&mut self, chan: &Chan<T>) {
-        if !self.parked {
-            return;
+        if self.parked {
+            // SAFETY: caller contract.
+            unsafe { self.cancel_parked(chan) }
         }
-        self.parked = false;
+    }
+
+    /// # Safety
+    /// As for [`RecvOp::poll`]; parked.
+    #[cold]
+    unsafe fn cancel_parked(&mut self, chan: &Chan<T>) {
+        // SAFETY: parked.
+        let sg = unsafe { self.sudog() };
         // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's sendq.
-        if_waiting(&self.sudog, chan, |g| unsafe {
-            g.sendq.remove(&self.sudog);
+        if_waiting(sg, chan, |g| unsafe {
+            g.sendq.remove(sg);
         });
+        // SAFETY: unlinked by us or settled; dropping it drops an unsent value with it.
+        unsafe { self.unpark() };
     }
 }
 
@@ -222,6 +345,7 @@ pub struct Recv<'a, T> {
 impl<T> Future for Recv<'_, T> {
     type Output = Option<T>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         // SAFETY: `op` is never moved out of the pinned future; `chan` is fixed.
         let this = unsafe { self.get_unchecked_mut() };
@@ -231,6 +355,7 @@ impl<T> Future for Recv<'_, T> {
 }
 
 impl<T> Drop for Recv<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: dropping in place: `op` has not moved since it was pinned.
         unsafe { self.op.cancel(self.chan) }
@@ -258,6 +383,7 @@ pub struct Send<'a, T> {
 impl<T> Future for Send<'_, T> {
     type Output = Result<(), SendError<T>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: `op` is never moved out of the pinned future; `chan` is fixed.
         let this = unsafe { self.get_unchecked_mut() };
@@ -267,6 +393,7 @@ impl<T> Future for Send<'_, T> {
 }
 
 impl<T> Drop for Send<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: dropping in place: `op` has not moved since it was pinned.
         unsafe { self.op.cancel(self.chan) }

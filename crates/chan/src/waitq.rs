@@ -207,6 +207,13 @@ impl<T> WaitQueue<T> {
         WaitQueue { head: ptr::null(), tail: ptr::null() }
     }
 
+    /// Whether no sudog is queued (the caller holds the channel lock). The operations' fast
+    /// paths test this before anything else: an empty queue is the common case.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
     /// Appends `sg`.
     ///
     /// # Safety
