@@ -64,6 +64,7 @@ unsafe impl<T: Send> Send for Sudog<T> {}
 unsafe impl<T: Send> Sync for Sudog<T> {}
 
 impl<T> Sudog<T> {
+    #[inline]
     pub(crate) fn new() -> Sudog<T> {
         Sudog {
             prev: UnsafeCell::new(ptr::null()),
@@ -153,6 +154,7 @@ unsafe impl Sync for SelectShared {}
 impl SelectShared {
     pub(crate) const NONE: usize = usize::MAX;
 
+    #[inline]
     pub(crate) fn new() -> SelectShared {
         SelectShared { winner: AtomicUsize::new(Self::NONE), lock: RawLock::new(), waker: UnsafeCell::new(None) }
     }

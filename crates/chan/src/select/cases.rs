@@ -30,6 +30,10 @@ pub trait Case: Sync + sealed::Sealed {
     /// # Safety
     /// The caller holds the lock.
     unsafe fn unlock(&self);
+    /// The select's first pass, one case at a time: locks the case's channel, completes the
+    /// operation if it can (as [`try_complete`](Case::try_complete)), unlocks. `false` for a
+    /// nil channel. One virtual call per case tried, with the channel's inlined fast path.
+    fn try_alone(&self, wake: &mut Option<Waker>) -> bool;
     /// Pass 1: completes the operation now if it can; the waker of the peer it completed (at
     /// most one) goes to `wake`.
     ///
@@ -102,6 +106,7 @@ pub struct RecvCase<'a, T> {
 
 impl<'a, T> RecvCase<'a, T> {
     /// A case on `rx`, or a nil-channel case for `None`.
+    #[inline]
     pub fn new(rx: Option<&'a Receiver<T>>) -> RecvCase<'a, T> {
         RecvCase {
             chan: rx.map(Receiver::chan),
@@ -132,6 +137,24 @@ unsafe impl<T: Send> Send for RecvCase<'_, T> {}
 impl<T: Send> Case for RecvCase<'_, T> {
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
+    }
+
+    fn try_alone(&self, wake: &mut Option<Waker>) -> bool {
+        let Some(c) = self.chan else { return false };
+        c.raw_lock();
+        // SAFETY: we hold the lock, and this is the only live `&mut Inner` of the channel.
+        let fast = unsafe { c.inner_locked() }.try_recv_fast();
+        let done = match fast {
+            Some(v) => {
+                self.set_result(Some(v));
+                true
+            }
+            // SAFETY: we hold the lock.
+            None => unsafe { self.try_complete(wake) },
+        };
+        // SAFETY: locked above.
+        unsafe { c.raw_unlock() };
+        done
     }
 
     fn lock(&self) {
@@ -201,7 +224,21 @@ impl<T: Send> Case for RecvCase<'_, T> {
 }
 
 impl<T> Drop for RecvCase<'_, T> {
+    #[inline]
     fn drop(&mut self) {
+        // The common case: the select returned this case's value or never touched the case.
+        // SAFETY: the select has finished with the slot (the case is being dropped).
+        if self.chan.is_none() || (!self.armed.load(Relaxed) && self.result.with(|r| unsafe { (*r).is_none() })) {
+            return;
+        }
+        self.drop_slow();
+    }
+}
+
+impl<T> RecvCase<'_, T> {
+    /// The rest of `drop`: the case is still queued, or holds a value nobody took.
+    #[cold]
+    fn drop_slow(&mut self) {
         let Some(c) = self.chan else { return };
         let queued = self.armed.load(Relaxed);
         // SAFETY: the select has finished with the slot (the case is being dropped).
@@ -244,6 +281,7 @@ pub struct SendCase<'a, T> {
 
 impl<'a, T> SendCase<'a, T> {
     /// A case sending `value` on `tx`, or a nil-channel case for `None`.
+    #[inline]
     pub fn new(tx: Option<&'a Sender<T>>, value: T) -> SendCase<'a, T> {
         SendCase {
             chan: tx.map(Sender::chan),
@@ -284,6 +322,27 @@ unsafe impl<T: Send> Send for SendCase<'_, T> {}
 impl<T: Send> Case for SendCase<'_, T> {
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
+    }
+
+    fn try_alone(&self, wake: &mut Option<Waker>) -> bool {
+        let Some(c) = self.chan else { return false };
+        c.raw_lock();
+        let v = self.take_value().expect("goro: send case without its value");
+        // SAFETY: we hold the lock, and this is the only live `&mut Inner` of the channel.
+        let done = match unsafe { c.inner_locked() }.try_send_fast(v) {
+            Ok(()) => {
+                self.set_result(Ok(()));
+                true
+            }
+            Err(v) => {
+                self.put_value(v);
+                // SAFETY: we hold the lock.
+                unsafe { self.try_complete(wake) }
+            }
+        };
+        // SAFETY: locked above.
+        unsafe { c.raw_unlock() };
+        done
     }
 
     fn lock(&self) {
@@ -366,6 +425,7 @@ impl<T: Send> Case for SendCase<'_, T> {
 }
 
 impl<T> Drop for SendCase<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         let Some(c) = self.chan else { return };
         if !self.armed.load(Relaxed) {

@@ -28,6 +28,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -46,6 +47,7 @@ pub struct SelectFuture<'a, const N: usize> {
 
 impl<'a, const N: usize> SelectFuture<'a, N> {
     /// A select over `cases` (each pinned by the caller for the future's whole life).
+    #[inline]
     pub fn new(cases: [&'a dyn Case; N], has_default: bool) -> SelectFuture<'a, N> {
         SelectFuture { cases, has_default, core: Core::new(), _pin: PhantomPinned }
     }
@@ -62,6 +64,7 @@ impl<const N: usize> Future for SelectFuture<'_, N> {
 }
 
 impl<const N: usize> Drop for SelectFuture<'_, N> {
+    #[inline]
     fn drop(&mut self) {
         let _ = self.core.cancel(&self.cases);
     }
@@ -80,6 +83,7 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    #[inline]
     pub(crate) fn new() -> Core {
         Core { shared: SelectShared::new(), armed: Cell::new(false) }
     }
@@ -104,16 +108,7 @@ impl Core {
             // so `default` and blocking need the pass under all the locks below.
             if cases.len() > 1 {
                 for &i in pollorder.iter() {
-                    let c = cases[i as usize];
-                    if c.key().is_none() {
-                        continue;
-                    }
-                    c.lock();
-                    // SAFETY: we hold the case's channel lock.
-                    let done = unsafe { c.try_complete(&mut wake) };
-                    // SAFETY: locked just above.
-                    unsafe { c.unlock() };
-                    if done {
+                    if cases[i as usize].try_alone(&mut wake) {
                         return Poll::Ready(Some(i as usize));
                     }
                 }
@@ -183,6 +178,7 @@ impl Core {
 
     /// Dropped while waiting: disarm everything, give back what a winner received. Returns the
     /// winner, if a case had fired.
+    #[inline]
     pub(crate) fn cancel(&self, cases: &[&dyn Case]) -> Option<usize> {
         if !self.armed.get() {
             return None;
@@ -198,18 +194,22 @@ impl Core {
 fn with_orders<R>(cases: &[&dyn Case], shuffle: bool, f: impl FnOnce(&[u16], &mut Orders<'_>) -> R) -> R {
     let n = cases.len();
     assert!(n <= u16::MAX as usize, "goro: a select has at most 65535 cases");
-    let mut inline = [[0u16; INLINE]; 2];
+    // Not zeroed: `poll` is written below before use and `lock` is only read after
+    // `Orders::lock` copies `poll` into it (most selects complete without ever sorting).
+    let mut inline = [[MaybeUninit::<u16>::uninit(); INLINE]; 2];
     let mut heap;
-    let (lock, poll): (&mut [u16], &mut [u16]) = if n <= INLINE {
+    let (lock, poll): (&mut [MaybeUninit<u16>], &mut [MaybeUninit<u16>]) = if n <= INLINE {
         let [a, b] = &mut inline;
         (&mut a[..n], &mut b[..n])
     } else {
-        heap = (vec![0u16; n], vec![0u16; n]);
+        heap = (vec![MaybeUninit::uninit(); n], vec![MaybeUninit::uninit(); n]);
         (&mut heap.0[..], &mut heap.1[..])
     };
     for (i, p) in poll.iter_mut().enumerate() {
-        *p = i as u16;
+        p.write(i as u16);
     }
+    // SAFETY: every element was written just above; `MaybeUninit<u16>` has `u16`'s layout.
+    let poll = unsafe { &mut *(poll as *mut [MaybeUninit<u16>] as *mut [u16]) };
     // Fisher-Yates with a per-thread generator (Go's `cheaprandn`). Loom needs every run of a
     // model to be reproducible, so there the poll order is the case order.
     #[cfg(not(loom))]
@@ -229,7 +229,8 @@ fn with_orders<R>(cases: &[&dyn Case], shuffle: bool, f: impl FnOnce(&[u16], &mu
 struct Orders<'a> {
     cases: &'a [&'a dyn Case],
     poll: &'a [u16],
-    lock: &'a mut [u16],
+    /// Uninitialised until `sorted`.
+    lock: &'a mut [MaybeUninit<u16>],
     sorted: bool,
 }
 
@@ -239,12 +240,20 @@ impl Orders<'_> {
     /// `pollorder` the same way).
     fn lock(&mut self) -> &[u16] {
         if !self.sorted {
-            self.lock.copy_from_slice(self.poll);
-            let cases = self.cases;
-            self.lock.sort_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
+            for (l, &p) in self.lock.iter_mut().zip(self.poll) {
+                l.write(p);
+            }
             self.sorted = true;
+            let cases = self.cases;
+            self.sorted_mut().sort_by_key(|&i| cases[i as usize].key().unwrap_or(usize::MAX));
         }
-        self.lock
+        self.sorted_mut()
+    }
+
+    fn sorted_mut(&mut self) -> &mut [u16] {
+        debug_assert!(self.sorted);
+        // SAFETY: `lock` was fully written (a copy of `poll`, same length) when `sorted` was set.
+        unsafe { &mut *(self.lock as *mut [MaybeUninit<u16>] as *mut [u16]) }
     }
 }
 
@@ -279,19 +288,28 @@ fn unlock_all(cases: &[&dyn Case], lockorder: &[u16]) {
 #[cfg(not(loom))]
 fn fastrand(n: u32) -> u32 {
     thread_local! {
-        static STATE: Cell<u64> = Cell::new({
-            // Seed from the thread-local's own address and the clock: distinct per thread.
-            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-            t ^ (&t as *const u64 as u64).rotate_left(32) | 1
-        });
+        // `const`: no lazy-initialisation check per call; seeded on first use instead.
+        static STATE: Cell<u64> = const { Cell::new(0) };
     }
     STATE.with(|s| {
-        let x = s.get().wrapping_add(0xA076_1D64_78BD_642F);
+        let mut x = s.get();
+        if x == 0 {
+            x = seed(s as *const Cell<u64> as u64);
+        }
+        let x = x.wrapping_add(0xA076_1D64_78BD_642F);
         s.set(x);
         let t = u128::from(x) * u128::from(x ^ 0xE703_7ED1_A0B4_28DB);
         let r = ((t >> 64) as u64 ^ t as u64) as u32;
         ((u64::from(r) * u64::from(n)) >> 32) as u32
     })
+}
+
+/// A non-zero seed for a thread's generator, from the clock and an address of the thread's.
+#[cfg(not(loom))]
+#[cold]
+fn seed(addr: u64) -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    t ^ addr.rotate_left(32) | 1
 }
 
 /// Waits for `fut` on the calling thread (for `select_blocking!`).
