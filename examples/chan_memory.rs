@@ -67,8 +67,8 @@ fn main() {
     let rt = goro::Builder::new().max_procs(2).build().expect("runtime");
     let g = 200_000;
     let (parked, recv, send) = rt.block_on(async move {
-        per_g(20_000, || pending::<()>()).await; // warm-up: the runtime's own first allocations
-        let parked = per_g(g, || pending::<()>()).await;
+        per_g(20_000, pending::<()>).await; // warm-up: the runtime's own first allocations
+        let parked = per_g(g, pending::<()>).await;
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..g).map(|_| goro::chan::<u64>(0)).unzip();
         let mut rxs = rxs.into_iter();
         let recv = per_g(g, || {
