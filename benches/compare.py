@@ -8,6 +8,10 @@ criterion (`cargo bench --bench <bench> -- --exact <group>/<system>`), Go rows f
 in benches/go. It installs nothing: Go is taken from $GO, `go` on PATH, and Go 1.19 from
 /usr/lib/go-1.19/bin/go (Debian's golang-1.19-go), whichever exist.
 
+A Rust row listed below that the bench does not define (`cargo bench --bench <bench> -- --list`
+does not show `<group>/<system>`) is skipped with a note and left blank, so rows that exist on one
+branch only (e.g. goro's map rows before goro::sync::Map merged) need no edit here.
+
 Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go]
 """
 import argparse
@@ -23,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The rows of benches/chan.rs W4-W7 (tokio_mpsc and async_channel use cap 1 for cap 0, tokio_mpsc
 # shares its receiver behind a tokio Mutex for W6/W7; see benches/chan.rs).
 CHANNEL_SYSTEMS = ["goro", "tokio_mpsc", "flume", "kanal", "async_channel", "crossbeam"]
+# The rows of benches/sync.rs W11-W14: goro::sync::Map, dashmap::DashMap and std's
+# RwLock<HashMap>, the peers on tokio (see benches/sync.rs).
+MAP_SYSTEMS = ["goro", "dashmap", "rwlock_hashmap"]
 # id, criterion bench file, criterion group, Go program dir, units per run, Rust systems (goro
 # first). Workloads may have different peers: the table has one column per system seen anywhere.
 WORKLOADS = [
@@ -34,6 +41,12 @@ WORKLOADS = [
     ("W6", "chan", "W6_mpmc_buffered", "w6_mpmc_buffered", 2_000_000, CHANNEL_SYSTEMS),
     ("W7", "chan", "W7_mpmc_unbuffered", "w7_mpmc_unbuffered", 400_000, CHANNEL_SYSTEMS),
     ("W8", "chan", "W8_select_fanin", "w8_select_fanin", 1_000_000, ["goro", "tokio_select", "crossbeam"]),
+    ("W9", "sync", "W9_waitgroup", "w9_waitgroup", 4 * 250_000, ["goro", "tokio_notify"]),
+    ("W10", "sync", "W10_mutex_contended", "w10_mutex_contended", 4 * 250_000, ["goro", "tokio_mutex", "parking_lot"]),
+    ("W11", "sync", "W11_map_load_hits", "w11_map_load_hits", 2 * 1_000_000, MAP_SYSTEMS),
+    ("W12", "sync", "W12_map_load_misses", "w12_map_load_misses", 2 * 1_000_000, MAP_SYSTEMS),
+    ("W13", "sync", "W13_map_load_or_store_balanced", "w13_map_load_or_store_balanced", 2 * 500_000, MAP_SYSTEMS),
+    ("W14", "sync", "W14_map_mixed_90_10", "w14_map_mixed", 2 * 1_000_000, MAP_SYSTEMS),
 ]
 
 
@@ -56,6 +69,15 @@ def env():
     e["GORO_MAXPROCS"] = "2"
     e["GOMAXPROCS"] = "2"
     return e
+
+
+def criterion_ids(bench):
+    """The `<group>/<system>` ids that a criterion bench defines."""
+    out = subprocess.run(
+        ["cargo", "bench", "-q", "--bench", bench, "--", "--list"],
+        cwd=ROOT, env=env(), check=True, capture_output=True, text=True,
+    ).stdout
+    return {line[: -len(": benchmark")] for line in out.splitlines() if line.endswith(": benchmark")}
 
 
 def run_rust(bench, group, system, units):
@@ -89,14 +111,20 @@ def main():
     wls = [w for w in WORKLOADS if not only or w[0] in only]
     gos = {} if args.no_go else find_gos()
     subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=ROOT, check=True)
+    ids = {b: criterion_ids(b) for b in sorted({w[1] for w in wls})}
+    for (wid, bench, group, prog, units, systems) in wls:
+        for s in systems:
+            if f"{group}/{s}" not in ids[bench]:
+                print(f"{wid}: benches/{bench}.rs has no row {group}/{s}; skipped", file=sys.stderr)
     results = {}  # (id, system) -> [ns]
     for r in range(args.rounds):
         for (wid, bench, group, prog, units, systems) in wls:
-            for s in systems:
+            present = [s for s in systems if f"{group}/{s}" in ids[bench]]
+            for s in present:
                 results.setdefault((wid, s), []).append(run_rust(bench, group, s, units))
             for v, go in sorted(gos.items()):
                 results.setdefault((wid, v), []).append(run_go(go, prog))
-            line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in systems + sorted(gos))
+            line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in present + sorted(gos))
             print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in results.items()}
     gov = sorted(gos)
@@ -109,20 +137,25 @@ def main():
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (wid, bench, group, prog, units, systems) in wls:
-        g = med[(wid, "goro")]
-        peers = {s: med[(wid, s)] for s in systems[1:]}
+        g = med.get((wid, "goro"))  # None: goro has no such row on this branch
+        peers = {s: med[(wid, s)] for s in systems[1:] if (wid, s) in med}
         peers.update({v: med[(wid, v)] for v in gov})
         best = min(peers, key=peers.get) if peers else None
-        cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}"]
+        cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}" if g is not None else ""]
         cells += [f"{peers[s]:.1f}" if s in peers else "" for s in rust_peers]
         cells += [f"{peers[v]:.1f}" for v in gov]
-        cells += [f"{g / peers[best]:.2f}× ({best})" if best else ""]
-        cells += [f"{g / peers[v]:.2f}×" for v in gov]
+        cells += [f"{g / peers[best]:.2f}× ({best})" if g is not None and best else ""]
+        cells += [f"{g / peers[v]:.2f}×" if g is not None else "" for v in gov]
         print("| " + " | ".join(cells) + " |")
     print(f"\nns per unit, median of {args.rounds} interleaved rounds; GORO_MAXPROCS=GOMAXPROCS=2, tokio 2 workers.")
     if any(w[0] in ("W4", "W6", "W7") for w in wls):
         print("Cap-0 rows: tokio_mpsc and async_channel have no rendezvous channel and run at cap 1; "
               "tokio_mpsc's W6/W7 consumers share the receiver behind a tokio Mutex.")
+    if any(w[0] == "W10" for w in wls):
+        print("W10 parking_lot: a blocking parking_lot::Mutex taken by tasks on the 2-worker tokio runtime.")
+    if any(w[0] in ("W11", "W12", "W13", "W14") for w in wls):
+        print("W11-W14: dashmap and rwlock_hashmap (std::sync::RwLock<HashMap>) run on tokio; their load_or_store "
+              "looks under the read lock first; only the Gs' work is timed (preload untimed), on Go too.")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Go comparison programs (W1-W8) with 2 Ps, as the goro benches do.
+# Runs the Go comparison programs (W1-W14) with 2 Ps, as the goro benches do.
 # Usage: benches/go/run.sh [-runs N]; GO=/path/to/go picks the toolchain.
 set -euo pipefail
 cd "$(dirname "$0")"

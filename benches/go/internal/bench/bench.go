@@ -17,13 +17,22 @@ var runs = flag.Int("runs", 15, "measured runs after one warm-up run")
 // prints e.g. `W1 spawn_many go1.19.8 median_ns_per_unit=431.2 runs=15`.
 // GOMAXPROCS comes from the environment, as the Go runtime reads it itself.
 func Run(id, name string, units int, once func()) {
+	RunTimed(id, name, units, func() time.Duration {
+		start := time.Now()
+		once()
+		return time.Since(start)
+	})
+}
+
+// RunTimed is Run for a workload with an untimed setup: `once` does one run
+// and returns the duration of its timed part only (as b.ResetTimer() does in
+// a Go benchmark).
+func RunTimed(id, name string, units int, once func() time.Duration) {
 	flag.Parse()
 	once() // warm-up: grows stacks, heaps and the free-G lists
 	perUnit := make([]float64, *runs)
 	for i := range perUnit {
-		start := time.Now()
-		once()
-		perUnit[i] = float64(time.Since(start).Nanoseconds()) / float64(units)
+		perUnit[i] = float64(once().Nanoseconds()) / float64(units)
 	}
 	fmt.Printf("%s %s %s median_ns_per_unit=%.1f runs=%d\n",
 		id, name, runtime.Version(), median(perUnit), *runs)
