@@ -58,6 +58,8 @@ pub mod sync {
     };
 }
 
+pub mod time;
+
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
 /// `runtime/metrics` packages).
 pub mod runtime {

@@ -36,15 +36,22 @@ mod config;
 mod context;
 mod g;
 mod globrunq;
+#[cfg(not(loom))]
+pub mod io;
 mod loom;
 mod m;
 mod metrics;
+// Under loom there is no I/O (no mio), so the readiness half of the poller is unused.
+#[cfg_attr(loom, allow(dead_code))]
+mod netpoll;
 mod p;
 mod park;
 mod runq;
 mod runtime;
 mod sched;
 mod sysmon;
+pub mod time;
+mod timer;
 mod yield_now;
 
 #[cfg(all(test, loom))]

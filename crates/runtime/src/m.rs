@@ -16,9 +16,12 @@ use crate::p::{self, P, P_RUNNING};
 use crate::park::Parker;
 use crate::runq;
 use crate::sched::Shared;
+use crate::timer;
 use std::cell::Cell;
-use std::sync::Arc as StdArc;
+use std::sync::{Arc as StdArc, Weak};
 use std::task::Wake;
+use std::task::Waker;
+use std::time::Duration;
 
 /// Consecutive `runnext` picks after which the ring gets a turn, so that two Gs that keep waking
 /// each other into `runnext` cannot starve the Gs queued behind them. Go relies on sysmon's
@@ -35,11 +38,19 @@ pub(crate) struct M {
     nextp: AtomicUsize,
     /// Whether the hand-off made this M a spinning one.
     next_spinning: AtomicBool,
+    /// Set while this M sleeps in the netpoller rather than on its parker (only matters for M0,
+    /// whose main future's waker must then wake the poller).
+    in_netpoll: AtomicBool,
 }
 
 impl M {
     pub(crate) fn new() -> M {
-        M { parker: Parker::new(), nextp: AtomicUsize::new(NO_P), next_spinning: AtomicBool::new(false) }
+        M {
+            parker: Parker::new(),
+            nextp: AtomicUsize::new(NO_P),
+            next_spinning: AtomicBool::new(false),
+            in_netpoll: AtomicBool::new(false),
+        }
     }
 
     /// Called by `startm` under the scheduler lock.
@@ -58,6 +69,8 @@ impl M {
 pub(crate) struct MainState {
     notified: AtomicBool,
     m: StdArc<M>,
+    /// To wake the netpoller when M0 sleeps in it (weak: a waker may outlive the runtime).
+    shared: Weak<Shared>,
 }
 
 impl Wake for MainState {
@@ -65,16 +78,23 @@ impl Wake for MainState {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &StdArc<Self>) {
-        if !self.notified.swap(true, AcqRel) {
+        // SeqCst, paired with `findrunnable`'s store of `in_netpoll` then load of `notified`:
+        // either M0 sees the notification before it polls, or we see it in the poller.
+        if !self.notified.swap(true, SeqCst) {
             self.m.parker.unpark();
+            if self.m.in_netpoll.load(SeqCst) {
+                if let Some(sh) = self.shared.upgrade() {
+                    sh.netpoll.wake();
+                }
+            }
         }
     }
 }
 
 impl MainState {
-    pub(crate) fn new(m: StdArc<M>) -> MainState {
+    pub(crate) fn new(m: StdArc<M>, shared: &StdArc<Shared>) -> MainState {
         // Notified from the start: the first thing block_on does is poll.
-        MainState { notified: AtomicBool::new(true), m }
+        MainState { notified: AtomicBool::new(true), m, shared: StdArc::downgrade(shared) }
     }
 
     pub(crate) fn take_notified(&self) -> bool {
@@ -82,7 +102,7 @@ impl MainState {
     }
 
     pub(crate) fn is_notified(&self) -> bool {
-        self.notified.load(Acquire)
+        self.notified.load(SeqCst)
     }
 }
 
@@ -253,6 +273,10 @@ impl MCtx {
             };
             let p = &sh.ps[pid];
 
+            // Go's `checkTimers`: run this P's expired timers (they may make Gs runnable here).
+            // No lock and no clock read unless the heap has a timer.
+            timer::check_timers(sh, pid, || sh.nanotime());
+
             // Every 61st tick, check the global queue first, so a busy P cannot starve it.
             // SAFETY: this M owns `p`.
             let tick = unsafe { p.with_local(|l| l.schedtick) };
@@ -269,6 +293,16 @@ impl MCtx {
 
             if let Some(g) = self.globrunqget(p) {
                 return Found::G(g, false);
+            }
+
+            // Non-blocking netpoll, if some G waits for I/O and no M sleeps in the poller.
+            if sh.netpoll.any_waiters() && sh.netpoll.lastpoll.load(Relaxed) != 0 {
+                let mut ready = Vec::new();
+                if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) && !ready.is_empty() {
+                    // Woken with our P held: they land on our run queue (Go's `injectglist`).
+                    ready.into_iter().for_each(Waker::wake);
+                    continue 'top;
+                }
             }
 
             // Steal, unless enough Ms are spinning already: at most half the busy Ps' worth.
@@ -314,8 +348,73 @@ impl MCtx {
                 }
             }
 
+            // Go's netpoll block: if timers are pending or Gs wait for I/O, one idle M sleeps in
+            // the poller until the earliest timer; the others sleep in `stopm`.
+            if let Some(found) = self.block_in_netpoll() {
+                match found {
+                    Some(found) => return found,
+                    None => continue 'top,
+                }
+            }
+
             if let Some(found) = self.stopm() {
                 return found;
+            }
+        }
+    }
+
+    /// The idle M's sleep in the netpoller (the end of Go's `findrunnable`). Returns `None` if
+    /// this M should not poll (nothing to wait for, or another M polls: then `stopm`);
+    /// `Some(None)` to look for work again (it holds a P, or may take one); `Some(Some(found))`
+    /// to return `found`.
+    fn block_in_netpoll(&self) -> Option<Option<Found>> {
+        let sh = &*self.shared;
+        let until = timer::earliest(sh);
+        if until == 0 && !sh.netpoll.any_waiters() {
+            return None;
+        }
+        if sh.netpoll.lastpoll.swap(0, SeqCst) == 0 {
+            // Another M sleeps in the poller. If it sleeps past our earliest timer (it looked
+            // before that timer was added), wake it to look again.
+            let other = sh.netpoll.poll_until.load(SeqCst);
+            if until != 0 && (other == 0 || other > until) {
+                sh.netpoll.wake();
+            }
+            return None;
+        }
+        sh.netpoll.poll_until.store(until, SeqCst);
+        self.m.in_netpoll.store(true, SeqCst);
+        // After publishing that we sleep (a timer added from now on wakes the poller, see
+        // `wake_netpoller`), look at what may have changed since the last look.
+        fence(SeqCst);
+        let now = sh.nanotime();
+        let deadline = timer::earliest(sh);
+        let stale = deadline != until || (until != 0 && until <= now);
+        let mut ready = Vec::new();
+        if !stale && self.stop_reason().is_none() && !sh.any_work() {
+            let timeout = (until != 0).then(|| Duration::from_nanos(until - now));
+            sh.netpoll.poll(timeout, &mut ready);
+        }
+        self.m.in_netpoll.store(false, SeqCst);
+        sh.netpoll.poll_until.store(0, SeqCst);
+        sh.netpoll.lastpoll.store(sh.nanotime(), SeqCst);
+        if let Some(found) = self.stop_reason() {
+            // Hand the ready Gs to whoever runs next (global queue, and an M woken for them).
+            ready.into_iter().for_each(Waker::wake);
+            return Some(Some(found));
+        }
+        match sh.pidleget() {
+            Some(pid) => {
+                self.acquirep(pid);
+                ready.into_iter().for_each(Waker::wake);
+                // Timers that expired on any P are run by the look for work that follows
+                // (our own heap at the top, the others when stealing).
+                Some(None)
+            }
+            None => {
+                // Every P is busy: the ready Gs go to the global queue, where they find one.
+                ready.into_iter().for_each(Waker::wake);
+                None
             }
         }
     }
@@ -378,6 +477,15 @@ impl MCtx {
                     continue;
                 }
                 let v = &sh.ps[victim];
+                if last {
+                    // Go's timer stealing: run the victim's expired timers (an idle P's timers
+                    // have no other M to run them); the Gs they wake land on our P.
+                    if timer::check_timers(sh, victim, || sh.nanotime()) > 0 {
+                        if let Some((g, _)) = self.runqget(p) {
+                            return Some(g);
+                        }
+                    }
+                }
                 let pause = || {
                     if v.status.load(Relaxed) == P_RUNNING {
                         pause_for_runnext();

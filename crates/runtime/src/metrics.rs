@@ -52,6 +52,10 @@ pub struct Metrics {
     pub preemptions: u64,
     /// Times a full local ring spilled half of itself to the global queue (`runqputslow`).
     pub local_runq_overflows: u64,
+    /// Entries in the Ps' timer heaps (pending timers, plus stopped ones not yet swept out).
+    pub timers: usize,
+    /// Gs waiting for I/O readiness in the netpoller.
+    pub io_waiters: usize,
 }
 
 impl Metrics {
@@ -66,11 +70,13 @@ impl Metrics {
             global_runq: sh.global.len(),
             handoffs: sh.handoffs.load(Relaxed),
             spawned: sh.spawned_off_p.load(Relaxed),
+            io_waiters: sh.netpoll.waiters(),
             ..Metrics::default()
         };
         for p in sh.ps.iter() {
             let s = &p.stats;
             m.local_runq += p.runq.len();
+            m.timers += p.timers.len();
             m.spawned += s.spawned.load(Relaxed);
             m.gfree_reused += s.gfree_reused.load(Relaxed);
             m.steals += s.steals.load(Relaxed);

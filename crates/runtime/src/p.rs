@@ -11,6 +11,7 @@ use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
 use crate::loom::{AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
 use crate::runq::LocalQueue;
+use crate::timer::TimerHeap;
 use crossbeam_utils::CachePadded;
 
 /// Go's `_Pidle`: in the idle list, owned by nobody.
@@ -25,6 +26,10 @@ pub(crate) struct P {
     pub(crate) id: usize,
     pub(crate) runq: LocalQueue<Header>,
     pub(crate) status: AtomicU8,
+    /// This P's timers (Go's `p.timers`), and the deadline at the top of the heap (Go's
+    /// `p.timer0When`; 0: none), which lets `schedule` skip the heap lock and the clock.
+    pub(crate) timers: TimerHeap,
+    pub(crate) timer0: AtomicU64,
     local: UnsafeCell<PLocal>,
     pub(crate) stats: CachePadded<PStats>,
 }
@@ -73,6 +78,8 @@ impl P {
             id,
             runq: LocalQueue::new(),
             status: AtomicU8::new(P_IDLE),
+            timers: TimerHeap::new(),
+            timer0: AtomicU64::new(0),
             local: UnsafeCell::new(PLocal {
                 schedtick: 0,
                 runnext_streak: 0,

@@ -131,7 +131,7 @@ impl Builder {
             stack_size: self.stack_size,
             schedtrace: debug.schedtrace,
         };
-        let shared = StdArc::new(Shared::new(config));
+        let shared = StdArc::new(Shared::new(config)?);
         let sysmon = match shared.config.schedtrace {
             Some(every) => Some(Sysmon::start(shared.clone(), every)?),
             None => None,
@@ -178,7 +178,7 @@ impl Runtime {
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let shared = &self.shared;
         let m = StdArc::new(M::new());
-        let main = StdArc::new(MainState::new(m.clone()));
+        let main = StdArc::new(MainState::new(m.clone(), shared));
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
         let _enter = context::enter(&ctx);
         shared.nmains.fetch_add(1, Relaxed);
@@ -249,6 +249,7 @@ impl Runtime {
         for m in sh.idle.lock().midle.iter() {
             m.parker.unpark();
         }
+        sh.netpoll.wake();
         loop {
             let threads = std::mem::take(&mut *sh.threads.lock());
             if threads.is_empty() {
@@ -274,6 +275,8 @@ impl Runtime {
         for p in sh.ps.iter() {
             // SAFETY: no M runs, so this thread is the only user of every P.
             unsafe { p.with_local(|l| l.gfree.free_all()) };
+            // Pending timers hold the runtime (through their actions' Gs and channels).
+            p.timers.clear();
         }
         sh.gfree.free_all();
     }

@@ -27,7 +27,9 @@ use crate::g::{self, GPtr, JoinHandle};
 use crate::globrunq::GlobalQueue;
 use crate::loom::{fence, thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use crate::m::{self, M};
+use crate::netpoll::Netpoll;
 use crate::p::{self, RandomOrder, P, P_IDLE};
+use crate::timer::Nanos;
 use crate::{config::Config, context};
 use crossbeam_utils::CachePadded;
 use std::future::Future;
@@ -69,12 +71,14 @@ pub(crate) struct Shared {
     /// Gs spawned by threads holding no P of this runtime (the Ps count the others).
     pub(crate) spawned_off_p: AtomicU64,
     pub(crate) start: Instant,
+    /// The netpoller, also the sleep of the last idle M while timers are pending.
+    pub(crate) netpoll: Netpoll,
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config) -> Shared {
+    pub(crate) fn new(config: Config) -> std::io::Result<Shared> {
         let procs = config.max_procs;
-        Shared {
+        Ok(Shared {
             ps: (0..procs).map(P::new).collect(),
             procs,
             order: RandomOrder::new(procs),
@@ -96,6 +100,36 @@ impl Shared {
             handoffs: AtomicU64::new(0),
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
+            netpoll: Netpoll::new()?,
+        })
+    }
+
+    /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
+    #[inline]
+    pub(crate) fn nanotime(&self) -> Nanos {
+        self.nanos_at(Instant::now())
+    }
+
+    /// `t` on the runtime's clock (instants before the start map to 1).
+    pub(crate) fn nanos_at(&self, t: Instant) -> Nanos {
+        let d = t.saturating_duration_since(self.start);
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2).max(1)
+    }
+
+    /// Go's `wakeNetPoller`: a timer due at `when` became the earliest of its heap. If an M is
+    /// asleep in the netpoller past `when`, wake it so it sleeps again with the new deadline;
+    /// if none is, make sure an M is looking for work (it will see the timer before it sleeps).
+    pub(crate) fn wake_netpoller(&self, when: Nanos) {
+        // Pairs with the fence between publishing `lastpoll = 0` and the last look at the
+        // timers in `findrunnable`: either the sleeper sees this timer, or we see it asleep.
+        fence(SeqCst);
+        if self.netpoll.lastpoll.load(SeqCst) == 0 {
+            let until = self.netpoll.poll_until.load(SeqCst);
+            if until == 0 || until > when {
+                self.netpoll.wake();
+            }
+        } else {
+            self.wakep();
         }
     }
 

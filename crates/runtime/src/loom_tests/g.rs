@@ -39,7 +39,7 @@ use std::task::{Context, Poll, Wake, Waker};
 pub(super) fn shared() -> StdArc<Shared> {
     let config =
         Config { max_procs: 1, max_threads: 1, thread_name: "loom".to_owned(), stack_size: None, schedtrace: None };
-    let sh = StdArc::new(Shared::new(config));
+    let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}
     sh
 }

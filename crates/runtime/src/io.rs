@@ -1,0 +1,153 @@
+//! I/O sources on the runtime's netpoller: the primitive under `goro::net`. Not part of the
+//! stable API.
+//!
+//! A [`Registration`] ties a mio source (a non-blocking socket) to the netpoller of the runtime
+//! it was made on. A G that finds the socket not ready parks in [`Registration::poll_ready`]
+//! (costing no thread) and is woken when the poller sees the readiness; [`Registration::poll_io`]
+//! is the usual loop around it: try the operation, and on `WouldBlock` forget the readiness
+//! that proved stale and wait again (edge-triggered, as Go's netpoller and tokio are).
+
+use crate::context;
+use crate::netpoll::{ScheduledIo, ERROR, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
+use crate::sched::Shared;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// Which half of a source a G waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Readable (or read-closed, or in error).
+    Read,
+    /// Writable (or write-closed, or in error).
+    Write,
+}
+
+impl Direction {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn mask(self) -> usize {
+        match self {
+            Direction::Read => READABLE | READ_CLOSED | ERROR,
+            Direction::Write => WRITABLE | WRITE_CLOSED | ERROR,
+        }
+    }
+}
+
+/// Readiness that [`Registration::poll_ready`] observed; give it back to
+/// [`Registration::clear_readiness`] when the operation then says `WouldBlock`.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadyEvent {
+    tick: usize,
+    bits: usize,
+}
+
+impl ReadyEvent {
+    /// Whether the peer closed this direction (or the source is in error): the operation will
+    /// not block any more.
+    pub fn is_closed(&self) -> bool {
+        self.bits & (READ_CLOSED | WRITE_CLOSED | ERROR) != 0
+    }
+}
+
+/// A mio source registered with the calling thread's runtime. Deregister it
+/// ([`deregister`](Registration::deregister)) before closing the source; dropping the
+/// registration wakes any G still waiting on it.
+pub struct Registration {
+    io: Arc<ScheduledIo>,
+    shared: std::sync::Arc<Shared>,
+    /// Still registered with the poller (cleared by `deregister`).
+    registered: bool,
+}
+
+impl Registration {
+    /// Registers `source` for `interest` with the netpoller of the calling thread's runtime.
+    ///
+    /// # Errors
+    /// Outside a goro runtime (`Other`, naming `goro::run`), or if the poller refuses it.
+    pub fn new(source: &mut impl mio::event::Source, interest: mio::Interest) -> io::Result<Registration> {
+        let shared = context::with(|ctx| ctx.map(|c| c.shared.clone()))
+            .ok_or_else(|| io::Error::other("goro::net needs a goro runtime: use it from a G (inside goro::run)"))?;
+        let io = Arc::new(ScheduledIo::new());
+        shared.netpoll.register(source, &io, interest)?;
+        Ok(Registration { io, shared, registered: true })
+    }
+
+    /// Ready when the source is ready in direction `dir` (or closed, or in error); otherwise
+    /// parks the calling task until the poller sees it ready.
+    pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
+        let (bits, tick) = self.io.readiness();
+        if bits & dir.mask() != 0 {
+            return Poll::Ready(Ok(ReadyEvent { tick, bits: bits & dir.mask() }));
+        }
+        if self.io.set_waker(dir.index(), cx.waker()) {
+            self.shared.netpoll.add_waiters(1);
+        }
+        // An event that arrived between the first look and the waker's registration set the
+        // bits before it looked for wakers: look again.
+        let (bits, tick) = self.io.readiness();
+        if bits & dir.mask() != 0 {
+            return Poll::Ready(Ok(ReadyEvent { tick, bits: bits & dir.mask() }));
+        }
+        crate::set_wait_reason(crate::WaitReason::IoWait);
+        Poll::Pending
+    }
+
+    /// Forgets the readiness `ev` reported (the operation said `WouldBlock`), unless an event
+    /// arrived since.
+    pub fn clear_readiness(&self, ev: ReadyEvent) {
+        self.io.clear(ev.tick, ev.bits);
+    }
+
+    /// Runs the non-blocking operation `op` once the source is ready in direction `dir`,
+    /// waiting again each time it reports `WouldBlock`.
+    pub fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let ev = match self.poll_ready(cx, dir) {
+                Poll::Ready(Ok(ev)) => ev,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.clear_readiness(ev),
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// Removes `source` from the poller (call it before the source is closed).
+    pub fn deregister(&mut self, source: &mut impl mio::event::Source) -> io::Result<()> {
+        if !std::mem::take(&mut self.registered) {
+            return Ok(());
+        }
+        self.shared.netpoll.deregister(source, self.io.clone())
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut wakers = Vec::new();
+        let n = self.io.take_wakers(&mut wakers);
+        self.shared.netpoll.sub_waiters(n);
+        if self.registered {
+            // Not deregistered: its events may still name it until the next poll ends.
+            self.shared.netpoll.release(self.io.clone());
+        }
+        wakers.into_iter().for_each(std::task::Waker::wake);
+    }
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (bits, _) = self.io.readiness();
+        f.debug_struct("Registration").field("readiness", &bits).finish()
+    }
+}

@@ -1,0 +1,206 @@
+//! Sleeping and timers on the runtime's per-P timer heaps (re-exported as `goro::time`, which
+//! adds Go's channel-based `Timer`, `Ticker`, `after`, `tick` and `after_func` on top of
+//! [`RawTimer`]).
+//!
+//! A sleeping G costs no thread: its timer sits in a P's heap, and the runtime's idle M sleeps
+//! in the netpoller until the earliest deadline.
+
+use crate::context;
+use crate::sched::Shared;
+use crate::timer::{Action, Nanos, TimerCore};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// The runtime of the calling thread, for APIs that need one.
+fn current(what: &str) -> StdArc<Shared> {
+    context::with(|ctx| ctx.map(|c| c.shared.clone()))
+        .unwrap_or_else(|| panic!("goro: {what} needs a goro runtime: call it from a G (inside goro::run)"))
+}
+
+/// `deadline` on `sh`'s clock, far in the future for an instant that cannot be represented.
+fn nanos(sh: &Shared, deadline: Option<Instant>) -> Nanos {
+    match deadline {
+        Some(t) => sh.nanos_at(t),
+        None => u64::MAX / 2,
+    }
+}
+
+/// Waits until `duration` has passed (Go's `time.Sleep`). A zero duration returns at once
+/// without yielding, as in Go.
+///
+/// Must be awaited in a G (inside [`goro::run`](crate::run)): the timer lives on the runtime.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// goro::run(async {
+///     let t = Instant::now();
+///     goro::time::sleep(Duration::from_millis(5)).await;
+///     assert!(t.elapsed() >= Duration::from_millis(5));
+/// });
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    Sleep { deadline: Instant::now().checked_add(duration), timer: None }
+}
+
+/// Waits until `deadline` (a deadline in the past returns at once).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// goro::run(async {
+///     let deadline = Instant::now() + Duration::from_millis(2);
+///     goro::time::sleep_until(deadline).await;
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep { deadline: Some(deadline), timer: None }
+}
+
+/// The future of [`sleep`] and [`sleep_until`].
+///
+/// Cancel-safe: dropping it stops its timer. It can be moved to a new deadline with
+/// [`reset`](Sleep::reset) (useful in a `select!` loop).
+#[must_use = "futures do nothing unless you `.await` them"]
+pub struct Sleep {
+    /// `None`: further than the clock can represent (never fires).
+    deadline: Option<Instant>,
+    /// Made on the first poll that has to wait.
+    timer: Option<StdArc<TimerCore>>,
+}
+
+impl Sleep {
+    /// When the sleep ends (`None` if it never does: the duration overflowed the clock).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let d = Instant::now() + Duration::from_secs(1);
+    /// assert_eq!(goro::time::sleep_until(d).deadline(), Some(d));
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Moves the deadline; a sleep that already ended waits again.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let mut s = Box::pin(goro::time::sleep(Duration::from_secs(3600)));
+    ///     s.as_mut().reset(Instant::now() + Duration::from_millis(1));
+    ///     s.await;
+    /// });
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        let this = self.get_mut();
+        this.deadline = Some(deadline);
+        if let Some(t) = this.timer.take() {
+            context::with(|ctx| t.stop(ctx.map(|c| &*c.shared)));
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if let Some(t) = &this.timer {
+            // Armed on an earlier poll: still armed means not fired yet.
+            return if t.set_waker(cx.waker()) { Poll::Pending } else { Poll::Ready(()) };
+        }
+        if this.deadline.is_some_and(|d| d <= Instant::now()) {
+            return Poll::Ready(());
+        }
+        let sh = current("goro::time::sleep");
+        let t = StdArc::new(TimerCore::new(Action::Wake(Some(cx.waker().clone()))));
+        t.arm(&sh, nanos(&sh, this.deadline), 0);
+        this.timer = Some(t);
+        crate::set_wait_reason(crate::WaitReason::Sleep);
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(t) = self.timer.take() {
+            context::with(|ctx| t.stop(ctx.map(|c| &*c.shared)));
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep").field("deadline", &self.deadline).finish_non_exhaustive()
+    }
+}
+
+/// A timer on the runtime that calls a function when it fires: the primitive under
+/// `goro::time`'s `Timer`, `Ticker` and `after_func`. Not part of the stable API.
+///
+/// The function runs on one of the runtime's Ms, with the timer's lock held: it must be short
+/// and must not block (a `try_send`, waking a waker, or spawning a G). Once
+/// [`stop`](RawTimer::stop) or [`reset`](RawTimer::reset) returns, an earlier arming can no
+/// longer call it. Dropping the timer stops it.
+#[doc(hidden)]
+pub struct RawTimer {
+    core: StdArc<TimerCore>,
+    shared: StdArc<Shared>,
+    /// Cleared by [`detach`](RawTimer::detach).
+    stop_on_drop: bool,
+}
+
+impl RawTimer {
+    /// A stopped timer on the calling thread's runtime. For a periodic arming, `f` returning
+    /// `false` stops the timer (nobody wants its ticks any more).
+    ///
+    /// # Panics
+    /// Outside a goro runtime.
+    pub fn new(f: impl FnMut() -> bool + Send + 'static) -> RawTimer {
+        RawTimer {
+            core: StdArc::new(TimerCore::new(Action::Call(Box::new(f)))),
+            shared: current("a goro timer"),
+            stop_on_drop: true,
+        }
+    }
+
+    /// Drops the handle but leaves the timer armed: it fires (and keeps ticking, until its
+    /// function returns `false`), then is freed with its last heap entry.
+    pub fn detach(mut self) {
+        self.stop_on_drop = false;
+    }
+
+    /// Arms the timer for `deadline` (then every `period`, if given and not zero), replacing any
+    /// earlier arming; returns whether it was armed (Go's `Reset` result). `None` never fires.
+    pub fn reset(&self, deadline: Option<Instant>, period: Option<Duration>) -> bool {
+        let period = period.map_or(0, |p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX / 4)).min(u64::MAX / 4);
+        self.core.arm(&self.shared, nanos(&self.shared, deadline), period)
+    }
+
+    /// Disarms the timer; returns whether it was armed (Go's `Stop` result).
+    pub fn stop(&self) -> bool {
+        self.core.stop(Some(&self.shared))
+    }
+
+    /// Whether the timer is armed.
+    pub fn is_active(&self) -> bool {
+        self.core.is_armed()
+    }
+}
+
+impl Drop for RawTimer {
+    fn drop(&mut self) {
+        if self.stop_on_drop {
+            self.core.stop(Some(&self.shared));
+        }
+    }
+}
+
+impl fmt::Debug for RawTimer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawTimer").field("active", &self.is_active()).finish()
+    }
+}

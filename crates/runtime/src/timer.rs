@@ -1,0 +1,296 @@
+//! Timers: a heap of deadlines per P, run by the scheduler (Go 1.14+'s design, `runtime/time.go`).
+//!
+//! A timer ([`TimerCore`]) is shared between its owner (a `Sleep` future, a `goro::time::Timer`,
+//! …) and at most one live entry in some P's [`TimerHeap`]. Arming pushes an entry onto the
+//! current P's heap; the P's M runs the expired entries of its own heap at every `schedule`
+//! (`checkTimers`), spinning Ms run the expired entries of other Ps' heaps when they look for
+//! work (Go's timer stealing), and the M that goes to sleep last blocks in the netpoller until
+//! the earliest deadline of all heaps. Nothing here has a thread of its own.
+//!
+//! # Invariants
+//!
+//! - An entry is *live* iff its `gen` equals its timer's `gen`; every arm and stop bumps the
+//!   timer's `gen`, which turns the old entry stale. Stale entries are skipped when they reach
+//!   the top of their heap and dropped in bulk when they pass a quarter of it (Go's
+//!   `timerDeleted` and `cleantimers`), so stop and reset never search a heap.
+//! - A timer's `state` lock is taken before any heap lock, never the other way (arming takes the
+//!   timer lock, then the heap's; running a heap pops under the heap lock, releases it, then
+//!   takes the timer lock), so the two cannot deadlock.
+//! - A timer fires under its `state` lock, after re-checking that the popped entry is live. So
+//!   once [`TimerCore::stop`] (or a re-arm) returns, the old arming will never fire: what Go
+//!   1.23 guarantees for `Stop` and `Reset`.
+//! - `P::timer0` is the deadline at the top of that P's heap (stale or not), 0 for an empty heap,
+//!   written under the heap lock; readers use it to skip the lock and the clock.
+
+use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering::*};
+use crate::sched::Shared;
+use std::collections::BinaryHeap;
+use std::sync::Arc as StdArc;
+use std::task::Waker;
+
+/// Nanoseconds since the runtime started (Go's `nanotime`), never 0: 0 means "no timer".
+pub(crate) type Nanos = u64;
+
+/// What a timer does when it fires. Runs on an M, under the timer's lock: it must be short and
+/// must not touch this timer (waking a G, a non-blocking channel send and spawning a G are all
+/// fine).
+pub(crate) enum Action {
+    /// Wake the G (or task) waiting on the timer: a `Sleep` future. Taken when it fires.
+    Wake(Option<Waker>),
+    /// Call a function (a channel send for `Timer`/`Ticker`, a spawn for `after_func`). For a
+    /// periodic timer, `false` stops it (a ticker whose channel nobody can receive from).
+    Call(Box<dyn FnMut() -> bool + Send>),
+}
+
+struct State {
+    /// Whether the current `gen` has an entry in a heap.
+    armed: bool,
+    /// The deadline of the current arming.
+    when: Nanos,
+    /// Re-arm `period` after each firing (a ticker); 0 for a one-shot timer.
+    period: Nanos,
+    /// The P whose heap holds the live entry.
+    heap: usize,
+    action: Action,
+}
+
+/// One timer, shared by its owner and its heap entry.
+pub(crate) struct TimerCore {
+    /// Bumped by every arm and stop, under `state`; read without the lock to spot stale entries.
+    gen: AtomicU64,
+    state: Mutex<State>,
+}
+
+/// A heap entry: the timer, the deadline and generation it was armed with.
+struct Entry {
+    when: Nanos,
+    gen: u64,
+    timer: StdArc<TimerCore>,
+}
+
+impl Entry {
+    fn is_live(&self) -> bool {
+        self.timer.gen.load(Acquire) == self.gen
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Entry) -> bool {
+        self.when == o.when
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Entry) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` is a max-heap and the earliest deadline must be on top.
+    fn cmp(&self, o: &Entry) -> std::cmp::Ordering {
+        o.when.cmp(&self.when)
+    }
+}
+
+/// One P's timers (Go's `p.timers` with `p.timersLock`).
+pub(crate) struct TimerHeap {
+    heap: Mutex<BinaryHeap<Entry>>,
+    /// Entries made stale by stop or re-arm that are still in `heap` (Go's `deletedTimers`).
+    stale: AtomicUsize,
+}
+
+impl TimerHeap {
+    pub(crate) fn new() -> TimerHeap {
+        TimerHeap { heap: Mutex::new(BinaryHeap::new()), stale: AtomicUsize::new(0) }
+    }
+
+    /// Entries in the heap, stale ones included.
+    pub(crate) fn len(&self) -> usize {
+        self.heap.lock().len()
+    }
+
+    /// Drops every entry (runtime shutdown: breaks the timer → runtime → heap cycle).
+    pub(crate) fn clear(&self) -> usize {
+        let entries = std::mem::take(&mut *self.heap.lock());
+        entries.len()
+    }
+}
+
+impl TimerCore {
+    pub(crate) fn new(action: Action) -> TimerCore {
+        TimerCore {
+            gen: AtomicU64::new(0),
+            state: Mutex::new(State { armed: false, when: 0, period: 0, heap: 0, action }),
+        }
+    }
+
+    /// Arms the timer to fire at `when` (then every `period`, if not 0) on `sh`'s heaps, replacing
+    /// any earlier arming (Go's `modtimer`). Returns whether it was armed before (Go's `Reset`
+    /// result).
+    pub(crate) fn arm(self: &StdArc<Self>, sh: &Shared, when: Nanos, period: Nanos) -> bool {
+        let when = when.max(1);
+        let p = crate::context::with(|ctx| crate::context::current_p_of(ctx, sh)).unwrap_or(0);
+        let mut st = self.state.lock();
+        let was = st.armed;
+        if was {
+            sh.ps[st.heap].timers.stale.fetch_add(1, Relaxed);
+        }
+        let gen = self.gen.load(Relaxed) + 1;
+        self.gen.store(gen, Release);
+        st.armed = true;
+        st.when = when;
+        st.period = period;
+        st.heap = p;
+        let earliest = push(sh, p, Entry { when, gen, timer: self.clone() });
+        drop(st);
+        if earliest {
+            sh.wake_netpoller(when);
+        }
+        was
+    }
+
+    /// Disarms the timer (Go's `deltimer`); returns whether it was armed. Once this returns, the
+    /// arming it cancelled cannot fire. `sh` is the runtime the timer was armed on, if the
+    /// caller has it (it only keeps the heap's count of stale entries exact).
+    pub(crate) fn stop(&self, sh: Option<&Shared>) -> bool {
+        let mut st = self.state.lock();
+        if !st.armed {
+            return false;
+        }
+        st.armed = false;
+        self.gen.store(self.gen.load(Relaxed) + 1, Release);
+        if let Some(sh) = sh {
+            sh.ps[st.heap].timers.stale.fetch_add(1, Relaxed);
+        }
+        true
+    }
+
+    /// Whether the timer is armed.
+    pub(crate) fn is_armed(&self) -> bool {
+        self.state.lock().armed
+    }
+
+    /// Replaces the waker of a `Wake` timer; `false` if the timer is not armed (it fired or was
+    /// stopped), in which case the waker is not kept.
+    pub(crate) fn set_waker(&self, w: &Waker) -> bool {
+        let mut st = self.state.lock();
+        if !st.armed {
+            return false;
+        }
+        if let Action::Wake(slot) = &mut st.action {
+            match slot {
+                Some(old) if old.will_wake(w) => {}
+                _ => *slot = Some(w.clone()),
+            }
+        }
+        true
+    }
+
+    /// Fires the arming `gen` if it is still the live one; for a ticker, pushes the next arming
+    /// onto heap `p`. Called with no heap lock held.
+    fn fire(self: &StdArc<Self>, sh: &Shared, p: usize, gen: u64, now: Nanos) {
+        let mut st = self.state.lock();
+        if !st.armed || self.gen.load(Relaxed) != gen {
+            return; // stopped or re-armed after the entry was popped
+        }
+        if let Some(behind) = now.saturating_sub(st.when).checked_div(st.period) {
+            // A ticker. Go's catch-up: the next deadline is the first period boundary after now.
+            st.when += st.period * (behind + 1);
+            let next = self.gen.load(Relaxed) + 1;
+            self.gen.store(next, Release);
+            st.heap = p;
+            let when = st.when;
+            push(sh, p, Entry { when, gen: next, timer: self.clone() });
+        } else {
+            st.armed = false;
+        }
+        match &mut st.action {
+            Action::Wake(w) => {
+                // Woken after the lock is released: a waker is foreign code.
+                let w = w.take();
+                drop(st);
+                if let Some(w) = w {
+                    w.wake();
+                }
+            }
+            Action::Call(f) => {
+                if !f() && st.period > 0 && st.armed {
+                    st.armed = false;
+                    self.gen.store(self.gen.load(Relaxed) + 1, Release);
+                    sh.ps[p].timers.stale.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Pushes `e` onto P `p`'s heap; returns whether it became the earliest deadline there.
+fn push(sh: &Shared, p: usize, e: Entry) -> bool {
+    let t = &sh.ps[p].timers;
+    let when = e.when;
+    let mut heap = t.heap.lock();
+    let before = sh.ps[p].timer0.load(Relaxed);
+    heap.push(e);
+    // Go's `cleantimers`: drop stale entries in bulk once they are a quarter of the heap.
+    let stale = t.stale.load(Relaxed);
+    if stale > 64 && stale > heap.len() / 4 {
+        let before = heap.len();
+        let live: Vec<Entry> = std::mem::take(&mut *heap).into_iter().filter(Entry::is_live).collect();
+        let removed = before - live.len();
+        let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| Some(s.saturating_sub(removed)));
+        *heap = BinaryHeap::from(live);
+    }
+    let top = heap.peek().map_or(0, |e| e.when);
+    sh.ps[p].timer0.store(top, Release);
+    drop(heap);
+    before == 0 || when < before
+}
+
+/// Runs the expired timers of P `p`'s heap (Go's `runtimer` loop in `checkTimers`); returns how
+/// many fired. Any M may call it for any P (the heap has its own lock): the P's owner at every
+/// `schedule`, a spinning M to steal another P's expired timers.
+pub(crate) fn run_timers(sh: &Shared, p: usize, now: Nanos) -> usize {
+    let t = &sh.ps[p].timers;
+    let mut fired = 0;
+    loop {
+        let mut heap = t.heap.lock();
+        let Some(top) = heap.peek() else {
+            sh.ps[p].timer0.store(0, Release);
+            return fired;
+        };
+        if top.when > now {
+            sh.ps[p].timer0.store(top.when, Release);
+            return fired;
+        }
+        let e = heap.pop().expect("peeked");
+        let next = heap.peek().map_or(0, |e| e.when);
+        sh.ps[p].timer0.store(next, Release);
+        drop(heap);
+        if !e.is_live() {
+            let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+            continue;
+        }
+        e.timer.fire(sh, p, e.gen, now);
+        fired += 1;
+    }
+}
+
+/// If P `p` has a timer due by `now` (without taking any lock when it has none), runs them.
+#[inline]
+pub(crate) fn check_timers(sh: &Shared, p: usize, now: impl FnOnce() -> Nanos) -> usize {
+    let next = sh.ps[p].timer0.load(Acquire);
+    if next == 0 {
+        return 0;
+    }
+    let now = now();
+    if next > now {
+        return 0;
+    }
+    run_timers(sh, p, now)
+}
+
+/// The earliest deadline over every P's heap (stale entries included: a stale top only makes
+/// the sleeper wake early and look again), or 0 if no heap has one.
+pub(crate) fn earliest(sh: &Shared) -> Nanos {
+    sh.ps.iter().map(|p| p.timer0.load(Acquire)).filter(|&w| w != 0).min().unwrap_or(0)
+}

@@ -1,0 +1,256 @@
+//! Go's `time` package on goro's timers: [`sleep`], [`after`], [`tick`], [`Timer`], [`Ticker`],
+//! [`after_func`].
+//!
+//! Timers live on the runtime's per-P timer heaps (Go's design): a sleeping G or a pending timer
+//! costs no thread, and the runtime's idle M sleeps in the netpoller until the earliest
+//! deadline. Every function here must be called from a G (inside [`goro::run`](crate::run)),
+//! where the runtime is.
+//!
+//! Channel semantics are Go 1.23's: a `Timer` or `Ticker` channel never delivers a value that
+//! was due before the last [`Timer::stop`]/[`Timer::reset`] (or the ticker's) returned. The
+//! channels have room for one value, as in Go before 1.23, so a ticker whose receiver falls
+//! behind drops ticks rather than queueing them.
+//!
+//! ```
+//! use std::time::Duration;
+//! goro::run(async {
+//!     let (tx, rx) = goro::chan::<u32>(0);
+//!     goro::go(async move {
+//!         goro::time::sleep(Duration::from_millis(20)).await;
+//!         let _ = tx.send(1).await;
+//!     });
+//!     let got = goro::select! {
+//!         recv(rx) -> v => v,
+//!         recv(goro::time::after(Duration::from_millis(1))) -> _ => None,
+//!     };
+//!     assert_eq!(got, None, "the timeout fires first");
+//! });
+//! ```
+
+use crate::chan::{Receiver, Sender};
+use goro_runtime::time::RawTimer;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+pub use goro_runtime::time::{sleep, sleep_until, Sleep};
+
+/// A channel that receives the time once, after `d` (Go's `time.After`).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// goro::run(async {
+///     let start = Instant::now();
+///     let fired = goro::time::after(Duration::from_millis(5)).recv().await.unwrap();
+///     assert!(fired >= start + Duration::from_millis(5));
+/// });
+/// ```
+pub fn after(d: Duration) -> Receiver<Instant> {
+    Timer::new(d).into_channel()
+}
+
+/// A channel that receives the time every `d` (Go's `time.Tick`); the ticker runs for as long
+/// as the channel's receiver lives.
+///
+/// # Panics
+/// If `d` is zero (Go's `NewTicker` panics on a non-positive period; `Tick` returns nil).
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let ticks = goro::time::tick(Duration::from_millis(1));
+///     for _ in 0..3 {
+///         ticks.recv().await.unwrap();
+///     }
+/// });
+/// ```
+pub fn tick(d: Duration) -> Receiver<Instant> {
+    let Ticker { c, raw } = Ticker::new(d);
+    // No handle can stop it: it stops itself once its channel has no receiver left.
+    raw.detach();
+    c
+}
+
+/// The callback of a channel timer: a non-blocking send of the time (Go's `sendTime`); `false`
+/// once no receiver is left (a detached ticker then stops).
+fn send_time(tx: Sender<Instant>) -> impl FnMut() -> bool + Send + 'static {
+    move || !matches!(tx.try_send(Instant::now()), Err(crate::chan::TrySendError::Closed(_)))
+}
+
+/// A single event: after the duration, the time is sent on [`c`](Timer::c) (Go's `time.Timer`).
+///
+/// Dropping the timer stops it.
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let t = goro::time::Timer::new(Duration::from_secs(3600));
+///     assert!(t.stop(), "stopped before it fired");
+///     assert!(!t.reset(Duration::from_millis(1)), "it was stopped, so reset re-arms it");
+///     t.c.recv().await.unwrap();
+/// });
+/// ```
+pub struct Timer {
+    /// Receives the time when the timer fires (never, for an [`after_func`] timer).
+    pub c: Receiver<Instant>,
+    raw: RawTimer,
+    /// An [`after_func`] timer's sender, kept so that `c` blocks forever (Go's nil `C`) rather
+    /// than reporting a closed channel.
+    _never: Option<Sender<Instant>>,
+}
+
+impl Timer {
+    /// A timer that sends the time on `c` after `d` (Go's `time.NewTimer`).
+    ///
+    /// # Panics
+    /// Outside a goro runtime.
+    pub fn new(d: Duration) -> Timer {
+        let (tx, c) = crate::chan(1);
+        let raw = RawTimer::new(send_time(tx));
+        raw.reset(Instant::now().checked_add(d), None);
+        Timer { c, raw, _never: None }
+    }
+
+    /// Stops the timer (Go's `Stop`): returns `true` if this call stopped it, `false` if it had
+    /// already fired or been stopped. A value the timer sent and nobody received yet is
+    /// discarded, so `c` delivers nothing stale afterwards (Go 1.23).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// goro::run(async {
+    ///     let t = goro::time::Timer::new(Duration::ZERO);
+    ///     goro::time::sleep(Duration::from_millis(5)).await; // it fires meanwhile
+    ///     assert!(!t.stop());
+    ///     assert!(t.c.try_recv().is_err(), "the unreceived value is gone");
+    /// });
+    /// ```
+    pub fn stop(&self) -> bool {
+        let was = self.raw.stop();
+        let _ = self.c.try_recv();
+        was
+    }
+
+    /// Re-arms the timer to fire after `d` (Go's `Reset`): returns `true` if it was armed,
+    /// `false` if it had fired or been stopped. As for [`stop`](Timer::stop), a value from the
+    /// earlier arming that nobody received is discarded.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let t = goro::time::Timer::new(Duration::from_secs(3600));
+    ///     let start = Instant::now();
+    ///     assert!(t.reset(Duration::from_millis(2)));
+    ///     t.c.recv().await.unwrap();
+    ///     assert!(start.elapsed() >= Duration::from_millis(2));
+    /// });
+    /// ```
+    pub fn reset(&self, d: Duration) -> bool {
+        let was = self.raw.stop();
+        let _ = self.c.try_recv();
+        self.raw.reset(Instant::now().checked_add(d), None);
+        was
+    }
+
+    /// The channel, for a timer nobody will stop (what [`after`] returns). The timer runs on
+    /// until it fires.
+    fn into_channel(self) -> Receiver<Instant> {
+        // The armed core stays in its heap until it fires; only the handle goes.
+        self.raw.detach();
+        self.c
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer").field("active", &self.raw.is_active()).finish()
+    }
+}
+
+/// Calls `f` in its own G after `d` (Go's `time.AfterFunc`). The returned timer's
+/// [`stop`](Timer::stop) keeps `f` from running if it has not started; its `c` never receives
+/// (a receive on it waits forever, as on Go's nil `C`).
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let (tx, rx) = goro::chan(1);
+///     let _t = goro::time::after_func(Duration::from_millis(1), move || {
+///         tx.try_send("ran").unwrap();
+///     });
+///     assert_eq!(rx.recv().await, Some("ran"));
+/// });
+/// ```
+pub fn after_func<F>(d: Duration, f: F) -> Timer
+where
+    F: FnOnce() + Send + 'static,
+{
+    let mut f = Some(f);
+    let (never, c) = crate::chan(0);
+    let raw = RawTimer::new(move || {
+        if let Some(f) = f.take() {
+            drop(crate::go(async move { f() }));
+        }
+        true
+    });
+    raw.reset(Instant::now().checked_add(d), None);
+    Timer { c, raw, _never: Some(never) }
+}
+
+/// Sends the time on [`c`](Ticker::c) every period (Go's `time.Ticker`). If the receiver falls
+/// behind, ticks are dropped (the channel holds one), so it never builds a backlog.
+///
+/// Dropping the ticker stops it.
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let t = goro::time::Ticker::new(Duration::from_millis(1));
+///     t.c.recv().await.unwrap();
+///     t.reset(Duration::from_millis(2));
+///     t.c.recv().await.unwrap();
+///     t.stop();
+/// });
+/// ```
+pub struct Ticker {
+    /// Receives the time at every tick.
+    pub c: Receiver<Instant>,
+    raw: RawTimer,
+}
+
+impl Ticker {
+    /// A ticker with period `d` (Go's `time.NewTicker`).
+    ///
+    /// # Panics
+    /// If `d` is zero (`non-positive interval for NewTicker`, as Go says), or outside a goro
+    /// runtime.
+    pub fn new(d: Duration) -> Ticker {
+        assert!(!d.is_zero(), "goro: non-positive interval for Ticker::new");
+        let (tx, c) = crate::chan(1);
+        let raw = RawTimer::new(send_time(tx));
+        raw.reset(Instant::now().checked_add(d), Some(d));
+        Ticker { c, raw }
+    }
+
+    /// Stops the ticker; no tick is delivered afterwards, not even one sent before and not yet
+    /// received (Go 1.23).
+    pub fn stop(&self) {
+        self.raw.stop();
+        let _ = self.c.try_recv();
+    }
+
+    /// Stops the ticker and restarts it with period `d` (Go's `Ticker.Reset`).
+    ///
+    /// # Panics
+    /// If `d` is zero.
+    pub fn reset(&self, d: Duration) {
+        assert!(!d.is_zero(), "goro: non-positive interval for Ticker::reset");
+        self.raw.stop();
+        let _ = self.c.try_recv();
+        self.raw.reset(Instant::now().checked_add(d), Some(d));
+    }
+}
+
+impl fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticker").field("active", &self.raw.is_active()).finish()
+    }
+}
