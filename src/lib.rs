@@ -34,7 +34,8 @@
 
 pub use goro_macros::{main, test};
 pub use goro_runtime::{
-    go, max_procs, num_goroutine, run, yield_now, Builder, JoinError, JoinHandle, Runtime, WaitReason, YieldNow,
+    go, max_procs, num_goroutine, run, syscall, yield_now, Builder, JoinError, JoinHandle, Runtime, WaitReason,
+    YieldNow,
 };
 
 pub use goro_chan::{chan, select, select_blocking};
@@ -63,5 +64,6 @@ pub mod time;
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
 /// `runtime/metrics` packages).
 pub mod runtime {
+    pub use goro_runtime::coop::{poll_proceed, should_yield};
     pub use goro_runtime::{metrics, set_wait_reason, Metrics, HEADER_SIZE};
 }

@@ -87,6 +87,8 @@ impl<T> RecvOp<T> {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
         }
+        // A yield point: if sysmon asked this G to yield, do so before touching the channel.
+        std::task::ready!(goro_runtime::coop::poll_proceed(cx));
         let mut g = chan.lock();
         if let Some(v) = g.try_recv_fast() {
             drop(g);
@@ -233,6 +235,8 @@ impl<T> SendOp<T> {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
         }
+        // A yield point (before the value is taken: nothing has happened yet).
+        std::task::ready!(goro_runtime::coop::poll_proceed(cx));
         let v = value.take().expect("goro: send future polled after it completed");
         let mut g = chan.lock();
         match g.try_send_fast(v) {

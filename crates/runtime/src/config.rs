@@ -19,6 +19,8 @@ pub(crate) struct Config {
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
     pub(crate) schedtrace: Option<Duration>,
+    /// Whether sysmon hands off the P of an M stuck in one poll (`Builder::handoff_blocked`).
+    pub(crate) handoff_blocked: bool,
 }
 
 /// Prints `msg` on stderr unless this process already printed it.
@@ -66,6 +68,8 @@ pub(crate) fn parse_procs(v: &str) -> Result<usize, &'static str> {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DebugVars {
     pub(crate) schedtrace: Option<Duration>,
+    /// Whether sysmon hands off the P of an M stuck in one poll (`Builder::handoff_blocked`).
+    pub(crate) handoff_blocked: bool,
 }
 
 pub(crate) fn debug_vars() -> DebugVars {

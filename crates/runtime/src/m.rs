@@ -10,6 +10,8 @@
 //! destroyed while the runtime lives, so a burst of work reuses the Ms of the previous one.
 
 use crate::context;
+use crate::coop;
+use crate::g::raw::Who;
 use crate::g::{self, GPtr};
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::p::{self, P, P_RUNNING};
@@ -59,7 +61,7 @@ impl M {
         self.nextp.store(p, Release);
     }
 
-    fn take_hand(&self) -> Option<(usize, bool)> {
+    pub(crate) fn take_hand(&self) -> Option<(usize, bool)> {
         let p = self.nextp.swap(NO_P, Acquire);
         (p != NO_P).then(|| (p, self.next_spinning.load(Relaxed)))
     }
@@ -159,13 +161,75 @@ impl MCtx {
 
     pub(crate) fn acquirep(&self, p: usize) {
         debug_assert!(self.p.get().is_none());
-        self.shared.ps[p].status.store(P_RUNNING, Relaxed);
+        let pp = &self.shared.ps[p];
+        pp.status.store(P_RUNNING, Relaxed);
+        // A request meant for the P's previous M's G.
+        pp.preempt.store(false, Relaxed);
+        #[cfg(not(loom))]
+        pp.tid.store(crate::sysmon::current_tid(), Relaxed);
         self.p.set(Some(p));
+        // SAFETY: the flag lives in `self.shared`, which this M keeps alive; it is unpublished
+        // by `releasep` (or replaced by the next `acquirep`) before this M lets the P go.
+        unsafe { coop::set_flag(&pp.preempt) };
     }
 
     /// Gives the P up (it must be handed to `pidleput` or `handoffp` by the caller).
     pub(crate) fn releasep(&self) -> Option<usize> {
+        // SAFETY: null is always valid.
+        unsafe { coop::set_flag(std::ptr::null()) };
         self.p.take()
+    }
+
+    /// Marks the start of a G's poll on this M's P: the P's poll count becomes a new odd
+    /// value. sysmon reads an odd count that has not moved since its last look as "one poll
+    /// has been running all along".
+    #[inline]
+    pub(crate) fn poll_start(&self) {
+        // Only sysmon reads the count, and loom models run no sysmon: keep their paths short.
+        #[cfg(not(loom))]
+        if let Some(pid) = self.p.get() {
+            let c = &self.shared.ps[pid].stats.polls;
+            c.store(c.load(Relaxed).wrapping_add(2) | 1, Relaxed);
+        }
+    }
+
+    /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
+    /// that unwound leaves it odd only until the next start).
+    #[inline]
+    pub(crate) fn poll_end(&self) {
+        #[cfg(not(loom))]
+        if let Some(pid) = self.p.get() {
+            let c = &self.shared.ps[pid].stats.polls;
+            c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);
+        }
+    }
+
+    /// After a poll: if sysmon detached our P while the poll blocked the thread (see
+    /// `sysmon::detach`), give it up as a spare. Its remaining Gs go to the global queue.
+    #[inline]
+    pub(crate) fn check_detached(&self, who: Option<Who>) {
+        let Some(pid) = self.p.get() else { return };
+        if self.shared.ps[pid].status.load(Acquire) == p::P_DETACHED {
+            self.drop_detached(pid, who);
+        }
+    }
+
+    #[cold]
+    fn drop_detached(&self, pid: usize, who: Option<Who>) {
+        let sh = &*self.shared;
+        let p = &sh.ps[pid];
+        crate::sysmon::report_blocked(sh, pid, who);
+        // SAFETY (both): this M still owns the ring (a detached P has no other owner).
+        while let Some(g) = unsafe { p.runq.pop_runnext() }.or_else(|| unsafe { p.runq.pop() }) {
+            sh.global.push(g);
+        }
+        let mut idle = sh.idle.lock();
+        self.releasep();
+        p.status.store(p::P_SPARE, Release);
+        idle.spare.push(pid);
+        drop(idle);
+        // The Gs just queued globally need an M: ours has no P now.
+        sh.wakep();
     }
 
     /// Whether this M is a thread inside `block_on`.
@@ -224,8 +288,15 @@ impl MCtx {
             self.main_defer.set(d - 1);
         }
         let outer = self.curg.replace(Some(g));
+        // Who it is, for sysmon's report if the poll blocks the thread (read now: the G may be
+        // freed by the time the poll returns).
+        // SAFETY: we own the queue's reference, so the header is alive.
+        let who = unsafe { g.as_ref() }.who();
+        self.poll_start();
         // SAFETY: `g` came out of a run queue with the queue's reference.
         let again = unsafe { g::run(g) };
+        self.poll_end();
+        self.check_detached(Some(who));
         self.curg.set(outer);
         if let Some(again) = again {
             // It woke itself during its poll (yield_now): to the back of the queue.
@@ -469,12 +540,14 @@ impl MCtx {
             let last = pass == 3;
             // SAFETY: this M owns `p`.
             let r = unsafe { p.with_local(|l| l.fastrand()) };
+            // The order covers every P slot; slots past `used` have never held a G.
+            let used = sh.slots_used.load(Acquire);
             for victim in sh.order.start(r) {
+                if victim == p.id || victim >= used {
+                    continue;
+                }
                 if sh.shutdown.load(Relaxed) {
                     return None;
-                }
-                if victim == p.id {
-                    continue;
                 }
                 let v = &sh.ps[victim];
                 if last {

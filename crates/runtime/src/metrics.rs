@@ -56,6 +56,9 @@ pub struct Metrics {
     pub timers: usize,
     /// Gs waiting for I/O readiness in the netpoller.
     pub io_waiters: usize,
+    /// Polls that blocked their thread (plain blocking code in a G, outside `goro::syscall`)
+    /// long enough that sysmon handed their P's work to another M.
+    pub blocked_polls: u64,
 }
 
 impl Metrics {
@@ -71,9 +74,11 @@ impl Metrics {
             handoffs: sh.handoffs.load(Relaxed),
             spawned: sh.spawned_off_p.load(Relaxed),
             io_waiters: sh.netpoll.waiters(),
+            blocked_polls: sh.blocked_polls.load(Relaxed),
+            preemptions: sh.preemptions.load(Relaxed),
             ..Metrics::default()
         };
-        for p in sh.ps.iter() {
+        for p in sh.used_ps() {
             let s = &p.stats;
             m.local_runq += p.runq.len();
             m.timers += p.timers.len();
@@ -93,7 +98,13 @@ impl Metrics {
 /// spinningthreads=0 idlethreads=1 runqueue=0 [3 1]`.
 pub(crate) fn schedtrace_line(sh: &Shared) -> String {
     let m = Metrics::collect(sh);
-    let locals: Vec<String> = sh.ps.iter().map(|p| p.runq.len().to_string()).collect();
+    // One length per P in use (a spare slot, or a P given up by a stuck M, is not one).
+    let locals: Vec<String> = sh
+        .used_ps()
+        .iter()
+        .filter(|p| !matches!(p.status.load(Relaxed), crate::p::P_SPARE | crate::p::P_DETACHED))
+        .map(|p| p.runq.len().to_string())
+        .collect();
     format!(
         "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
         sh.start.elapsed().as_millis(),

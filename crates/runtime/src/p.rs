@@ -9,7 +9,7 @@
 
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
-use crate::loom::{AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
+use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
 use crate::runq::LocalQueue;
 use crate::timer::TimerHeap;
 use crossbeam_utils::CachePadded;
@@ -18,6 +18,15 @@ use crossbeam_utils::CachePadded;
 pub(crate) const P_IDLE: u8 = 0;
 /// Go's `_Prunning`: owned by an M that is running Gs.
 pub(crate) const P_RUNNING: u8 = 1;
+/// Go's `_Psyscall`: its M is inside `goro::syscall`. sysmon may retake it (CAS to `P_IDLE`),
+/// else the M takes it back on return (CAS to `P_RUNNING`).
+pub(crate) const P_SYSCALL: u8 = 2;
+/// sysmon found its M stuck in one poll (blocked in plain code) and gave its work to a spare
+/// P; the stuck M still owns it until that poll returns, then turns it into a spare.
+pub(crate) const P_DETACHED: u8 = 3;
+/// Not in use: a slot that a detached P's replacement can take (the slots past `procs` start
+/// so).
+pub(crate) const P_SPARE: u8 = 4;
 
 /// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
 const GOID_BATCH: u64 = 16;
@@ -30,6 +39,14 @@ pub(crate) struct P {
     /// `p.timer0When`; 0: none), which lets `schedule` skip the heap lock and the clock.
     pub(crate) timers: TimerHeap,
     pub(crate) timer0: AtomicU64,
+    /// Set by sysmon when the running G has had the P for a whole time slice (10 ms): goro's
+    /// yield points then return `Pending` once (see `coop`).
+    pub(crate) preempt: AtomicBool,
+    /// When (runtime nanos) sysmon first saw the poll that got this P detached, for the
+    /// report of its M.
+    pub(crate) blocked_since: AtomicU64,
+    /// The kernel thread id of the M holding the P (Linux; 0 if unknown), for sysmon.
+    pub(crate) tid: AtomicU32,
     local: UnsafeCell<PLocal>,
     pub(crate) stats: CachePadded<PStats>,
 }
@@ -64,6 +81,10 @@ pub(crate) struct PStats {
     pub(crate) gfree_reused: AtomicU64,
     /// A copy of `schedtick` for sysmon, which must not touch `PLocal`.
     pub(crate) schedtick: AtomicU32,
+    /// G polls run on this P (sysmon: an unchanged count means one poll is still running).
+    pub(crate) polls: AtomicU64,
+    /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
+    pub(crate) syscalltick: AtomicU64,
 }
 
 /// Adds to an owner-written counter without a read-modify-write instruction.
@@ -80,6 +101,9 @@ impl P {
             status: AtomicU8::new(P_IDLE),
             timers: TimerHeap::new(),
             timer0: AtomicU64::new(0),
+            preempt: AtomicBool::new(false),
+            blocked_since: AtomicU64::new(0),
+            tid: AtomicU32::new(0),
             local: UnsafeCell::new(PLocal {
                 schedtick: 0,
                 runnext_streak: 0,

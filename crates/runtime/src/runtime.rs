@@ -7,7 +7,6 @@ use crate::g::{self, JoinHandle};
 use crate::m::{Found, MCtx, MainState, M};
 use crate::metrics::Metrics;
 use crate::sched::Shared;
-use crate::sysmon::Sysmon;
 use std::future::Future;
 use std::io;
 use std::panic::Location;
@@ -29,6 +28,7 @@ pub struct Builder {
     max_threads: usize,
     thread_name: String,
     stack_size: Option<usize>,
+    handoff_blocked: bool,
 }
 
 impl Default for Builder {
@@ -51,6 +51,7 @@ impl Builder {
             max_threads: config::DEFAULT_MAX_THREADS,
             thread_name: "goro-m".to_owned(),
             stack_size: None,
+            handoff_blocked: true,
         }
     }
 
@@ -100,6 +101,21 @@ impl Builder {
         self
     }
 
+    /// Whether sysmon hands off the P of a G that blocks its thread in plain code (default
+    /// `true`). Such a G (one that calls `std::thread::sleep` or a blocking read straight in
+    /// its poll, instead of through [`syscall`](crate::syscall)) keeps its M; after a time
+    /// slice its P's queued Gs move to another M, and a line on stderr names the G's spawn
+    /// location. With `false`, the Gs behind it wait, as on a single-threaded executor.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().handoff_blocked(false).build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn handoff_blocked(mut self, on: bool) -> Builder {
+        self.handoff_blocked = on;
+        self
+    }
+
     /// Builds the runtime. No thread starts until there is work for one.
     ///
     /// # Errors
@@ -130,13 +146,10 @@ impl Builder {
             thread_name: self.thread_name,
             stack_size: self.stack_size,
             schedtrace: debug.schedtrace,
+            handoff_blocked: self.handoff_blocked,
         };
         let shared = StdArc::new(Shared::new(config)?);
-        let sysmon = match shared.config.schedtrace {
-            Some(every) => Some(Sysmon::start(shared.clone(), every)?),
-            None => None,
-        };
-        Ok(Runtime { shared, sysmon })
+        Ok(Runtime { shared })
     }
 }
 
@@ -153,7 +166,6 @@ impl Builder {
 /// ```
 pub struct Runtime {
     shared: StdArc<Shared>,
-    sysmon: Option<Sysmon>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -181,6 +193,7 @@ impl Runtime {
         let main = StdArc::new(MainState::new(m.clone(), shared));
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
         let _enter = context::enter(&ctx);
+        shared.ensure_sysmon();
         shared.nmains.fetch_add(1, Relaxed);
         if let Some(p) = shared.pidleget() {
             ctx.acquirep(p);
@@ -191,7 +204,11 @@ impl Runtime {
         let mut future = pin!(future);
         loop {
             if main.take_notified() {
-                if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                ctx.poll_start();
+                let polled = future.as_mut().poll(&mut cx);
+                ctx.poll_end();
+                ctx.check_detached(None);
+                if let Poll::Ready(out) = polled {
                     return out;
                 }
                 if main.is_notified() {
@@ -223,6 +240,12 @@ impl Runtime {
         self.shared.spawn(future, Location::caller())
     }
 
+    /// The scheduler state (loom models look inside it).
+    #[cfg(loom)]
+    pub(crate) fn shared(&self) -> &StdArc<Shared> {
+        &self.shared
+    }
+
     /// This runtime's counters; see [`Metrics`].
     ///
     /// ```
@@ -246,8 +269,11 @@ impl Runtime {
         // Pairs with the fence in `runqput` after a push to the global queue: a waker that
         // pushes after our final drain sees the flag and drains itself.
         crate::loom::fence(SeqCst);
-        for m in sh.idle.lock().midle.iter() {
-            m.parker.unpark();
+        {
+            let idle = sh.idle.lock();
+            for m in idle.midle.iter().chain(idle.syscall_waiters.iter()) {
+                m.parker.unpark();
+            }
         }
         sh.netpoll.wake();
         loop {
@@ -259,8 +285,10 @@ impl Runtime {
                 let _ = t.join();
             }
         }
-        if let Some(s) = self.sysmon.take() {
-            s.stop();
+        // Taken out of the lock first: sysmon's own last round may look at the scheduler.
+        let sysmon = sh.sysmon.thread.lock().take();
+        if let Some(s) = sysmon {
+            s.stop(sh);
         }
         // No M runs now. Drop every G still alive, inside the runtime's context (with no P) so
         // that destructors which spawn or wake find a runtime that refuses politely.

@@ -29,6 +29,7 @@ use crate::loom::{fence, thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Orde
 use crate::m::{self, M};
 use crate::netpoll::Netpoll;
 use crate::p::{self, RandomOrder, P, P_IDLE};
+use crate::park::Parker;
 use crate::timer::Nanos;
 use crate::{config::Config, context};
 use crossbeam_utils::CachePadded;
@@ -37,17 +38,43 @@ use std::panic::Location;
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
+/// Spare P slots for a runtime of `procs` Ps: how many Ps can be stuck in a blocking poll at
+/// once and still be replaced (see `sysmon`).
+fn spare_slots(procs: usize) -> usize {
+    (4 * procs).clamp(8, 256)
+}
+
 /// The idle lists, under the scheduler lock (Go's `sched.lock`).
 pub(crate) struct Idle {
     /// Idle Ps (Go's `sched.pidle`).
     pub(crate) pidle: Vec<usize>,
     /// Sleeping Ms (Go's `sched.midle`).
     pub(crate) midle: Vec<StdArc<M>>,
+    /// Ms back from a syscall whose P was retaken, waiting for one: an idle P goes to them
+    /// first (Go puts their G on the global queue instead; a future cannot leave its M
+    /// mid-poll, so the M waits).
+    pub(crate) syscall_waiters: Vec<StdArc<M>>,
+    /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
+    pub(crate) spare: Vec<usize>,
+}
+
+/// The part of sysmon the scheduler talks to.
+pub(crate) struct SysmonShared {
+    /// Set while sysmon sleeps until woken (every P idle); whoever takes an idle P wakes it.
+    pub(crate) waiting: AtomicBool,
+    pub(crate) parker: Parker,
+    pub(crate) stop: AtomicBool,
+    /// Set once sysmon's thread was started (lazily: with the runtime's first work).
+    pub(crate) started: AtomicBool,
+    pub(crate) thread: Mutex<Option<crate::sysmon::Sysmon>>,
 }
 
 pub(crate) struct Shared {
+    /// `procs` Ps in use at any time, plus spare slots (see `Idle::spare`).
     pub(crate) ps: Box<[P]>,
     pub(crate) procs: usize,
+    /// P slots ever used: `procs`, plus the spares that have replaced a detached P.
+    pub(crate) slots_used: AtomicUsize,
     pub(crate) order: RandomOrder,
     pub(crate) global: GlobalQueue<Header>,
     pub(crate) allgs: AllGs,
@@ -73,20 +100,32 @@ pub(crate) struct Shared {
     pub(crate) start: Instant,
     /// The netpoller, also the sleep of the last idle M while timers are pending.
     pub(crate) netpoll: Netpoll,
+    pub(crate) sysmon: SysmonShared,
+    /// Polls that blocked their thread long enough for sysmon to hand their P off.
+    pub(crate) blocked_polls: AtomicU64,
+    /// Preemption requests sysmon made.
+    pub(crate) preemptions: AtomicU64,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config) -> std::io::Result<Shared> {
         let procs = config.max_procs;
+        let slots = procs + spare_slots(procs);
         Ok(Shared {
-            ps: (0..procs).map(P::new).collect(),
+            ps: (0..slots).map(P::new).collect(),
             procs,
-            order: RandomOrder::new(procs),
+            slots_used: AtomicUsize::new(procs),
+            order: RandomOrder::new(slots),
             global: GlobalQueue::new(),
             allgs: AllGs::new(procs),
             gfree: GlobalFree::default(),
             // Popped from the back: P0 is handed out first.
-            idle: Mutex::new(Idle { pidle: (0..procs).rev().collect(), midle: Vec::new() }),
+            idle: Mutex::new(Idle {
+                pidle: (0..procs).rev().collect(),
+                midle: Vec::new(),
+                syscall_waiters: Vec::new(),
+                spare: (procs..slots).rev().collect(),
+            }),
             npidle: CachePadded::new(AtomicUsize::new(procs)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
             nmidle: AtomicUsize::new(0),
@@ -101,7 +140,22 @@ impl Shared {
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
             netpoll: Netpoll::new()?,
+            sysmon: SysmonShared {
+                waiting: AtomicBool::new(false),
+                parker: Parker::new(),
+                stop: AtomicBool::new(false),
+                started: AtomicBool::new(false),
+                thread: Mutex::new(None),
+            },
+            blocked_polls: AtomicU64::new(0),
+            preemptions: AtomicU64::new(0),
         })
+    }
+
+    /// The P slots that have ever been in use (the others are untouched spares).
+    #[inline]
+    pub(crate) fn used_ps(&self) -> &[P] {
+        &self.ps[..self.slots_used.load(Acquire)]
     }
 
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
@@ -273,8 +327,24 @@ impl Shared {
         self.newm(p, spinning);
     }
 
+    /// Starts sysmon if it has not started yet (Go starts it with the program; goro with a
+    /// runtime's first work, so that building a runtime starts no thread). Not under loom:
+    /// models call sysmon's functions themselves.
+    pub(crate) fn ensure_sysmon(&self) {
+        #[cfg(not(loom))]
+        if !self.sysmon.started.load(Acquire) && !self.sysmon.started.swap(true, AcqRel) {
+            match crate::sysmon::Sysmon::start(self.arc(), self.config.schedtrace) {
+                Ok(s) => *self.sysmon.thread.lock() = Some(s),
+                Err(e) => crate::config::warn_once(&format!(
+                    "goro: cannot start the sysmon thread ({e}); blocked Ms will not be handed off"
+                )),
+            }
+        }
+    }
+
     /// `newm`: a new thread that starts as an M holding `p`.
     fn newm(&self, p: usize, spinning: bool) {
+        self.ensure_sysmon();
         let shared = self.arc();
         let mut threads = self.threads.lock();
         let refused = if self.shutdown.load(SeqCst) {
@@ -326,7 +396,19 @@ impl Shared {
         let p = idle.pidle.pop()?;
         self.npidle.fetch_sub(1, SeqCst);
         self.ps[p].status.store(p::P_RUNNING, Relaxed);
+        self.wake_sysmon();
         Some(p)
+    }
+
+    /// A P went to work: if sysmon sleeps because every P was idle, wake it (the SeqCst pair:
+    /// sysmon sets `waiting` then re-reads `npidle`; we lower `npidle` then read `waiting`).
+    #[inline]
+    pub(crate) fn wake_sysmon(&self) {
+        // No sysmon runs under loom.
+        #[cfg(not(loom))]
+        if self.sysmon.waiting.load(SeqCst) && self.sysmon.waiting.swap(false, SeqCst) {
+            self.sysmon.parker.unpark();
+        }
     }
 
     pub(crate) fn pidleget(&self) -> Option<usize> {
@@ -335,6 +417,13 @@ impl Shared {
 
     /// Puts P `p` on the idle list (Go's `pidleput`), under the scheduler lock.
     pub(crate) fn pidleput_locked(&self, idle: &mut Idle, p: usize) {
+        if let Some(m) = idle.syscall_waiters.pop() {
+            // An M back from a syscall waits for a P: it gets this one.
+            self.ps[p].status.store(p::P_RUNNING, Relaxed);
+            m.hand(p, false);
+            m.parker.unpark();
+            return;
+        }
         self.ps[p].status.store(P_IDLE, Relaxed);
         idle.pidle.push(p);
         self.npidle.fetch_add(1, SeqCst);
@@ -370,7 +459,7 @@ impl Shared {
 
     /// Whether any queue of this runtime holds a G (the spinner's last look before sleeping).
     pub(crate) fn any_work(&self) -> bool {
-        !self.global.is_empty() || self.ps.iter().any(|p| !p.runq.is_empty())
+        !self.global.is_empty() || self.used_ps().iter().any(|p| !p.runq.is_empty())
     }
 
     /// Live Gs, counting each main G inside `block_on` (Go counts main too).

@@ -292,5 +292,5 @@ pub(crate) fn check_timers(sh: &Shared, p: usize, now: impl FnOnce() -> Nanos) -
 /// The earliest deadline over every P's heap (stale entries included: a stale top only makes
 /// the sleeper wake early and look again), or 0 if no heap has one.
 pub(crate) fn earliest(sh: &Shared) -> Nanos {
-    sh.ps.iter().map(|p| p.timer0.load(Acquire)).filter(|&w| w != 0).min().unwrap_or(0)
+    sh.used_ps().iter().map(|p| p.timer0.load(Acquire)).filter(|&w| w != 0).min().unwrap_or(0)
 }

@@ -99,6 +99,8 @@ impl Core {
             }
             return Poll::Ready(Some(self.finish(cases, false)));
         }
+        // A yield point, before any case is touched.
+        std::task::ready!(goro_runtime::coop::poll_proceed(cx));
         let mut wake = None;
         let out = with_orders(cases, true, |pollorder, orders| {
             // Fast path: try each case alone, in poll order, under its own channel's lock. The

@@ -67,8 +67,8 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     }
 }
 
-/// Finishes a G whose output is stored: publishes `COMPLETE`, hands the output to the
-/// `JoinHandle` (waking it) or drops it, leaves `allgs`, and drops the list's reference and the
+/// Finishes a G whose output is stored: publishes `COMPLETE`, leaves `allgs`, hands the output
+/// to the `JoinHandle` (waking it) or drops it, and drops the list's reference and the
 /// caller's.
 ///
 /// # Safety
@@ -78,6 +78,11 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
     // SAFETY: the caller owns a reference.
     let h = unsafe { g.as_ref() };
     let prev = h.state.transition_to_complete();
+    // Leave `allgs` before the JoinHandle can see the output: a G whose result was received is
+    // no longer counted by `num_goroutine` (the list's reference is still ours to drop below).
+    if in_list {
+        h.shared().allgs.remove(g);
+    }
     if !prev.is_join_interested() {
         // SAFETY: no JoinHandle: the output is ours to drop.
         unsafe { (h.vtable.drop_output)(g) };
@@ -96,9 +101,6 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
             // SAFETY: JOIN_WAKER is clear and the JoinHandle will not come back.
             h.join_waker.with_mut(|w| unsafe { *w = None });
         }
-    }
-    if in_list {
-        h.shared().allgs.remove(g);
     }
     if h.state.ref_dec(2) {
         // SAFETY: those were the last references.

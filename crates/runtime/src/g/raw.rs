@@ -144,7 +144,19 @@ struct Cell<F: Future> {
     stage: UnsafeCell<Stage<F>>,
 }
 
+/// Which G, for messages: its goid and where it was spawned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Who {
+    pub(crate) goid: u64,
+    pub(crate) location: &'static Location<'static>,
+}
+
 impl Header {
+    #[inline]
+    pub(crate) fn who(&self) -> Who {
+        Who { goid: self.goid, location: self.location }
+    }
+
     /// The runtime of this G.
     pub(crate) fn shared(&self) -> &Shared {
         // SAFETY: the G holds a strong count on its runtime until it is freed, and `&self`

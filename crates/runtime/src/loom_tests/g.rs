@@ -37,8 +37,14 @@ use std::task::{Context, Poll, Wake, Waker};
 /// A runtime with no M: its only P is taken, as if by an M busy elsewhere, so that `wakep`
 /// never starts a thread and the model's threads are the only actors.
 pub(super) fn shared() -> StdArc<Shared> {
-    let config =
-        Config { max_procs: 1, max_threads: 1, thread_name: "loom".to_owned(), stack_size: None, schedtrace: None };
+    let config = Config {
+        max_procs: 1,
+        max_threads: 1,
+        thread_name: "loom".to_owned(),
+        stack_size: None,
+        schedtrace: None,
+        handoff_blocked: true,
+    };
     let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}
     sh

@@ -154,3 +154,30 @@ fn loom_sched_detached_g_at_shutdown() {
         counts.assert_dropped_once(polls == 1);
     });
 }
+
+/// `goro::syscall` in the main G races sysmon's retake of its P: exactly one of
+/// `exitsyscall`'s CAS and the retake's CAS wins, so the P is neither owned twice (two Ms
+/// would both write its `PLocal`, a loom cell: loom reports it) nor lost (the G spawned after
+/// the syscall would never run: loom reports the deadlock).
+#[test]
+fn loom_sched_syscall_vs_retake() {
+    model(|| {
+        let rt = runtime(1);
+        let sh = rt.shared().clone();
+        let s2 = sh.clone();
+        let sysmon = thread::spawn(move || {
+            // sysmon's round, against whatever the main G is doing.
+            crate::sysmon::retake_syscall(&s2, 0)
+        });
+        let v = rt.block_on(async {
+            let x = crate::syscall(|| 40);
+            // After the syscall the G still runs Gs on whatever P it got back.
+            x + go(async { 2 }).await.unwrap()
+        });
+        assert_eq!(v, 42);
+        let _ = sysmon.join().unwrap();
+        drop(rt);
+        // Taken back or retaken, never left in the syscall state.
+        assert_ne!(sh.ps[0].status.load(SeqCst), crate::p::P_SYSCALL);
+    });
+}

@@ -1,0 +1,83 @@
+//! Cooperative preemption: how a G that keeps running is made to yield.
+//!
+//! Go preempts a goroutine that has run for 10 ms by a signal; a future cannot be interrupted
+//! that way, so goro keeps Go's trigger and changes the mechanism. sysmon sets the running P's
+//! `preempt` flag when the same G (or `runnext` chain) has had it for a whole time slice; every
+//! yield point of goro (each channel operation, `select!`, lock acquisition, `WaitGroup::wait`,
+//! `yield_now`) asks [`should_yield`] first, and if the flag is up it clears it, wakes its own
+//! task and returns `Pending` once: the G goes to the back of the run queue, behind the Gs that
+//! waited. A G that never reaches a yield point (a CPU-bound loop, or a call that blocks the
+//! thread) is dealt with by sysmon's hand-off instead.
+//!
+//! The check is a thread-local load and a load of a flag on the P's own cache line: each M
+//! publishes a pointer to its P's flag while it holds the P.
+
+use crate::loom::{AtomicBool, Ordering::*};
+use std::cell::Cell;
+use std::ptr;
+use std::task::{Context, Poll};
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The `preempt` flag of the P this thread holds, or null.
+    static PREEMPT: Cell<*const AtomicBool> = const { Cell::new(ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static PREEMPT: Cell<*const AtomicBool> = Cell::new(ptr::null());
+}
+
+/// Publishes `flag` as this thread's P's preemption flag (null: holds no P).
+///
+/// # Safety
+/// `flag` stays valid until it is replaced by another call on this thread (the `Shared` that
+/// owns the P outlives the M holding it).
+pub(crate) unsafe fn set_flag(flag: *const AtomicBool) {
+    let _ = PREEMPT.try_with(|c| c.set(flag));
+}
+
+/// Whether the calling G should yield now because sysmon asked its P to (the flag is cleared:
+/// one yield per request). Always `false` off the runtime's threads.
+#[inline]
+pub fn should_yield() -> bool {
+    let flag = PREEMPT.try_with(|c| c.get()).unwrap_or(ptr::null());
+    if flag.is_null() {
+        return false;
+    }
+    // SAFETY: published by `set_flag`, valid while this thread holds the P.
+    let flag = unsafe { &*flag };
+    if flag.load(Relaxed) {
+        flag.store(false, Relaxed);
+        return true;
+    }
+    false
+}
+
+/// A yield point: `Pending` (after waking the task, so it is polled again soon) if sysmon asked
+/// this G's P to preempt it, else `Ready`. Call it first in a `poll` that would otherwise
+/// complete without ever returning `Pending`; returning `Pending` before doing anything keeps
+/// the operation cancel-safe.
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+///
+/// struct AlwaysReady;
+/// impl Future for AlwaysReady {
+///     type Output = ();
+///     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+///         std::task::ready!(goro_runtime::coop::poll_proceed(cx));
+///         Poll::Ready(())
+///     }
+/// }
+/// goro::run(AlwaysReady);
+/// ```
+#[inline]
+pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
+    if should_yield() {
+        cx.waker().wake_by_ref();
+        return Poll::Pending;
+    }
+    Poll::Ready(())
+}

@@ -1,0 +1,110 @@
+//! `goro::syscall`: a blocking call that does not hold up the Gs queued behind it (Go's
+//! `entersyscall`/`exitsyscall`).
+//!
+//! Entering, the M marks its P `P_SYSCALL` and stops using it (it no longer holds it: a G
+//! spawned or woken inside the call goes through the global queue). If the call outlasts a
+//! sysmon tick while the P has work (or nobody else is looking for work), sysmon retakes the P
+//! (CAS `P_SYSCALL` → `P_IDLE`) and hands it to another M. Returning, the M takes its P back if
+//! it is still there (CAS `P_SYSCALL` → `P_RUNNING`: the fast path, no lock), else any idle P,
+//! else it waits until a P is freed for it: the G's poll resumes only with a P, so at most
+//! `max_procs` Ms run Gs at any time, as in Go.
+//!
+//! Exactly one of the two CASes succeeds, so the P is never owned twice and never lost; the
+//! loom model `loom_tests::sched::loom_sched_syscall_vs_retake` checks it.
+
+use crate::context;
+use crate::loom::Ordering::*;
+use crate::m::MCtx;
+use crate::p::{self, P_RUNNING, P_SYSCALL};
+
+/// Runs `f`, a call that may block its thread (file I/O, a blocking library call, a lock held
+/// by another thread), letting the runtime hand this G's P to another M meanwhile, so the Gs
+/// queued behind it keep running (Go does this for every system call).
+///
+/// Cheap when `f` returns quickly (two atomic operations on this P); outside a goro runtime,
+/// or nested, it simply calls `f`. A panic in `f` propagates after the P is taken back.
+///
+/// ```
+/// use std::time::Duration;
+/// goro::run(async {
+///     let (tx, rx) = goro::chan::<u32>(0);
+///     // A G blocked in a syscall does not stop the others, even on one P.
+///     goro::go(async move { goro::syscall(|| std::thread::sleep(Duration::from_millis(20))) });
+///     goro::go(async move { tx.send(7).await.unwrap() });
+///     assert_eq!(rx.recv().await, Some(7));
+/// });
+/// ```
+pub fn syscall<R>(f: impl FnOnce() -> R) -> R {
+    let Some(pid) = context::with(|ctx| ctx.and_then(MCtx::entersyscall)) else {
+        return f();
+    };
+    /// Takes a P back however `f` ends.
+    struct Exit(usize);
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            context::with(|ctx| {
+                if let Some(ctx) = ctx {
+                    ctx.exitsyscall(self.0);
+                }
+            });
+        }
+    }
+    let _exit = Exit(pid);
+    f()
+}
+
+impl MCtx {
+    /// Go's `entersyscall`: lets go of the P (loosely: it stays `P_SYSCALL` for our return).
+    /// Returns the P, or `None` if this M holds none.
+    pub(crate) fn entersyscall(&self) -> Option<usize> {
+        let pid = self.p.get()?;
+        let pp = &self.shared.ps[pid];
+        p::bump(&pp.stats.syscalltick, 1);
+        self.releasep();
+        // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the P.
+        pp.status.store(P_SYSCALL, Release);
+        Some(pid)
+    }
+
+    /// Go's `exitsyscall`: takes P `pid` back if sysmon left it, else another idle P, else
+    /// waits for one (or for shutdown, when it goes on without a P).
+    pub(crate) fn exitsyscall(&self, pid: usize) {
+        let pp = &self.shared.ps[pid];
+        if pp.status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
+            self.acquirep(pid);
+            return;
+        }
+        self.exitsyscall_slow();
+    }
+
+    #[cold]
+    fn exitsyscall_slow(&self) {
+        let sh = &*self.shared;
+        let mut idle = sh.idle.lock();
+        if let Some(p) = sh.pidleget_locked(&mut idle) {
+            drop(idle);
+            self.acquirep(p);
+            return;
+        }
+        if sh.shutdown.load(Acquire) {
+            return;
+        }
+        // `pidleput` hands the next freed P to us (under the same lock).
+        idle.syscall_waiters.push(self.m.clone());
+        drop(idle);
+        loop {
+            self.m.parker.park();
+            let mut idle = sh.idle.lock();
+            if let Some((p, _)) = self.m.take_hand() {
+                drop(idle);
+                self.acquirep(p);
+                return;
+            }
+            if sh.shutdown.load(Acquire) {
+                let me = std::sync::Arc::as_ptr(&self.m);
+                idle.syscall_waiters.retain(|m| !std::ptr::eq(std::sync::Arc::as_ptr(m), me));
+                return;
+            }
+        }
+    }
+}

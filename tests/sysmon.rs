@@ -1,0 +1,216 @@
+//! Hand-off and preemption: `goro::syscall`, sysmon's retake of Ps from syscalls and from Gs
+//! that block their thread in plain code, and the cooperative preemption of Gs that never
+//! wait. Bounds are generous (seconds where the mechanism takes milliseconds): a loaded
+//! two-core machine must never make these fail.
+
+mod common;
+
+use common::watchdog;
+use goro::Builder;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Exchanges messages with a G until `stop`, counting round trips in `count`; returns the
+/// timestamps of the first round trip after `from` and of the last one.
+async fn ping_until(stop: Arc<AtomicBool>, count: Arc<AtomicU64>) {
+    let (tx, rx) = goro::chan::<u64>(0);
+    let (back_tx, back_rx) = goro::chan::<u64>(0);
+    let echo = goro::go(async move {
+        while let Some(v) = rx.recv().await {
+            back_tx.send(v + 1).await.unwrap();
+        }
+    });
+    let mut i = 0;
+    while !stop.load(SeqCst) {
+        tx.send(i).await.unwrap();
+        assert_eq!(back_rx.recv().await, Some(i + 1));
+        count.fetch_add(1, SeqCst);
+        i += 1;
+        // Not a spin: every round trip parks both Gs once.
+    }
+    drop(tx);
+    echo.await.unwrap();
+}
+
+/// Runs `block` in two Gs at once (each blocks its M for `d`) while a third pair of Gs keeps
+/// exchanging messages, on 2 Ps: every P is taken by a blocked G, so the exchange only
+/// progresses if the runtime hands the Ps off. Returns the round trips made while both were
+/// blocked, and the runtime's metrics after.
+///
+/// The scenario runs in a G, not in the main future: the main future is polled only on the
+/// thread that called `block_on` (it need not be `Send`), and that thread also runs Gs, so a
+/// G blocking it would hold up the main future itself (see the porting guide).
+fn exchange_while_blocked(block: fn(Duration), d: Duration) -> (u64, goro::runtime::Metrics) {
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    let during = rt
+        .block_on(rt.spawn(async move {
+            let stop = Arc::new(AtomicBool::new(false));
+            let count = Arc::new(AtomicU64::new(0));
+            let pinger = goro::go(ping_until(stop.clone(), count.clone()));
+            // Both blockers signal when they start; the count is read when both have started
+            // and again when the first one is done.
+            let (started_tx, started_rx) = goro::chan::<()>(2);
+            let (done_tx, done_rx) = goro::chan::<()>(2);
+            for _ in 0..2 {
+                let (started_tx, done_tx) = (started_tx.clone(), done_tx.clone());
+                drop(goro::go(async move {
+                    started_tx.send(()).await.unwrap();
+                    block(d);
+                    done_tx.send(()).await.unwrap();
+                }));
+            }
+            started_rx.recv().await.unwrap();
+            started_rx.recv().await.unwrap();
+            let at_start = count.load(SeqCst);
+            done_rx.recv().await.unwrap();
+            let during = count.load(SeqCst) - at_start;
+            done_rx.recv().await.unwrap();
+            stop.store(true, SeqCst);
+            pinger.await.unwrap();
+            during
+        }))
+        .unwrap();
+    let m = rt.metrics();
+    (during, m)
+}
+
+/// Go's syscall hand-off: two Gs in `goro::syscall(|| sleep)` on 2 Ps do not stop a third.
+#[test]
+fn syscall_hands_the_p_off() {
+    let _w = watchdog("syscall_hands_the_p_off", LIMIT);
+    let (during, m) = exchange_while_blocked(|d| goro::syscall(|| std::thread::sleep(d)), Duration::from_millis(500));
+    assert!(during >= 10, "only {during} round trips while both Ps were in syscalls: {m:?}");
+    assert!(m.handoffs > 0, "no hand-off counted: {m:?}");
+}
+
+/// A G that blocks its thread in plain code (no `goro::syscall`): sysmon hands its P's work to
+/// another M after a time slice, and counts it.
+#[test]
+fn blocking_poll_is_handed_off() {
+    let _w = watchdog("blocking_poll_is_handed_off", LIMIT);
+    let (during, m) = exchange_while_blocked(std::thread::sleep, Duration::from_millis(800));
+    assert!(during >= 10, "only {during} round trips while both Ps were blocked: {m:?}");
+    assert!(m.handoffs > 0 && m.blocked_polls > 0, "no hand-off counted: {m:?}");
+}
+
+/// With the hand-off turned off, the same blocked Gs hold their Ps (the documented
+/// alternative), and nothing is counted.
+#[test]
+fn handoff_blocked_false_keeps_the_p() {
+    let _w = watchdog("handoff_blocked_false_keeps_the_p", LIMIT);
+    let rt = Builder::new().max_procs(1).handoff_blocked(false).build().unwrap();
+    rt.block_on(async {
+        goro::go(async { std::thread::sleep(Duration::from_millis(100)) }).await.unwrap();
+    });
+    assert_eq!(rt.metrics().blocked_polls, 0);
+}
+
+/// A syscall that returns quickly takes its P straight back (no hand-off, the same P).
+#[test]
+fn short_syscall_keeps_its_p() {
+    let _w = watchdog("short_syscall_keeps_its_p", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    rt.block_on(async {
+        for i in 0..10_000u32 {
+            assert_eq!(goro::syscall(|| i + 1), i + 1);
+        }
+        assert_eq!(goro::syscall(|| 5), 5);
+    });
+}
+
+/// Outside a runtime, and nested, `syscall` simply calls its function.
+#[test]
+fn syscall_outside_a_runtime_and_nested() {
+    assert_eq!(goro::syscall(|| 3), 3);
+    goro::run(async {
+        assert_eq!(goro::syscall(|| goro::syscall(|| 4)), 4);
+    });
+}
+
+/// A panic inside `syscall` propagates, and the G's P is taken back on the way out (the
+/// runtime goes on).
+#[test]
+fn syscall_panic_propagates() {
+    let _w = watchdog("syscall_panic_propagates", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    rt.block_on(async {
+        let h = goro::go(async { goro::syscall(|| panic!("inside")) });
+        assert!(h.await.unwrap_err().is_panic());
+        assert_eq!(goro::go(async { 2 }).await.unwrap(), 2);
+    });
+}
+
+/// Cooperative preemption: on one P, a G that loops on channel operations that are always
+/// ready never waits, yet a G queued behind it runs within a time slice or so.
+#[test]
+fn a_g_looping_on_ready_channel_ops_is_preempted() {
+    let _w = watchdog("a_g_looping_on_ready_channel_ops_is_preempted", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    let (waited, preemptions) = rt.block_on(async {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        let hog = goro::go(async move {
+            let (tx, rx) = goro::chan::<u64>(1);
+            // Queued behind us on the only P: runs only if we yield.
+            let started = Instant::now();
+            let r2 = r.clone();
+            drop(goro::go(async move { r2.store(true, SeqCst) }));
+            let mut n = 0u64;
+            while !r.load(SeqCst) {
+                tx.send(n).await.unwrap();
+                n += rx.recv().await.unwrap();
+            }
+            started.elapsed()
+        });
+        let waited = hog.await.unwrap();
+        assert!(ran.load(SeqCst));
+        (waited, goro::runtime::metrics().preemptions)
+    });
+    assert!(waited < Duration::from_secs(5), "the queued G waited {waited:?}");
+    assert!(preemptions > 0, "sysmon made no preemption request");
+}
+
+/// `yield_now`, `select!` and the sync types are yield points too: a G looping on a `select!`
+/// with a `default` arm (never blocking) is preempted as well.
+#[test]
+fn a_g_looping_on_select_default_is_preempted() {
+    let _w = watchdog("a_g_looping_on_select_default_is_preempted", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    rt.block_on(async {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        goro::go(async move {
+            let (_tx, rx) = goro::chan::<u64>(1);
+            let r2 = r.clone();
+            drop(goro::go(async move { r2.store(true, SeqCst) }));
+            while !r.load(SeqCst) {
+                goro::select! {
+                    recv(rx) -> _ => {},
+                    default => {},
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(ran.load(SeqCst));
+    });
+}
+
+/// Timers keep firing while every P is held by a G blocked in a syscall.
+#[test]
+fn timers_fire_while_ps_are_in_syscalls() {
+    let _w = watchdog("timers_fire_while_ps_are_in_syscalls", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    rt.block_on(async {
+        let blocker = goro::go(async { goro::syscall(|| std::thread::sleep(Duration::from_millis(400))) });
+        let start = Instant::now();
+        goro::time::sleep(Duration::from_millis(10)).await;
+        let slept = start.elapsed();
+        assert!(slept >= Duration::from_millis(10));
+        blocker.await.unwrap();
+        assert!(slept < Duration::from_secs(5), "a 10 ms sleep took {slept:?}");
+    });
+}
