@@ -27,6 +27,16 @@ fn bump(m: &Counter) {
     g.with_mut(|p| unsafe { *p += 1 });
 }
 
+/// Adds one to the counter, trying `try_lock` first (it must fail while the lock is being
+/// handed off in starvation mode, even though `LOCKED` is clear then).
+fn bump_try_first(m: &Counter) {
+    match m.try_lock() {
+        // SAFETY: the guard excludes every other access; loom checks that it does.
+        Some(g) => g.with_mut(|p| unsafe { *p += 1 }),
+        None => bump(m),
+    }
+}
+
 /// The counter's value and the state word at the end of a model.
 fn finish(m: &Counter) -> (u32, usize) {
     let g = m.try_lock().expect("the mutex was left held");
@@ -138,7 +148,7 @@ fn loom_mutex_starvation_entry_and_hand_off() {
 }
 
 /// In starvation mode the unlock hands the lock to the front waiter while a new arrival races
-/// it (the arrival must queue behind, not barge): both get through, in mutual exclusion, and
+/// it (the arrival must queue behind, not barge, not even with `try_lock`): both get through, in mutual exclusion, and
 /// the mode ends with the last waiter.
 #[test]
 fn loom_mutex_hand_off_races_an_arrival() {
@@ -147,7 +157,7 @@ fn loom_mutex_hand_off_races_an_arrival() {
         let (barger, mut first) = starvation_mode!(&m);
         let t = {
             let m = m.clone();
-            thread::spawn(move || bump(&m))
+            thread::spawn(move || bump_try_first(&m))
         };
         drop(barger); // hands the lock to `first`
         let g = goro_runtime::block_on_thread(first.as_mut());
@@ -174,6 +184,25 @@ fn loom_mutex_handed_off_then_dropped() {
         drop(first); // ...which gives up
         t.join().unwrap();
         assert_eq!(finish(&m), (1, 0));
+    });
+}
+
+/// In starvation mode the only waiter gives up while the holder's unlock is handing the lock to
+/// it, and a new locker arrives: whether the waiter leaves before the hand-off (which then finds
+/// nobody and must end starvation mode, or the mutex stays closed to everyone), or after it
+/// (and hands the lock on), the arrival gets through and the mutex ends free.
+#[test]
+fn loom_mutex_dropped_waiter_races_hand_off() {
+    model(|| {
+        // The barger's guard and the waiter go to different threads: they need a 'static mutex.
+        let m: &'static Counter = Box::leak(Box::new(Counter::new_starving(UnsafeCell::new(0))));
+        let (barger, first) = starvation_mode!(m);
+        let unlocker = thread::spawn(move || drop(barger));
+        let arrival = thread::spawn(move || bump_try_first(m));
+        drop(first);
+        unlocker.join().unwrap();
+        arrival.join().unwrap();
+        assert_eq!(finish(m), (1, 0));
     });
 }
 
