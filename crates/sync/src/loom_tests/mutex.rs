@@ -147,6 +147,29 @@ fn loom_mutex_starvation_entry_and_hand_off() {
     assert!(stats::get(&stats::STARVATION_ENTRIES) > entries, "starvation mode never entered");
 }
 
+/// Three lockers on a mutex whose woken waiters always count as starving: every mix of
+/// barging, requeueing at the front, entering starvation mode, hand-offs from waiter to waiter
+/// and leaving the mode again keeps mutual exclusion and lets everybody through.
+#[test]
+fn loom_mutex_starvation_three_lockers() {
+    model_reaching(&stats::HAND_OFFS, "a hand-off", || {
+        let m = Arc::new(Counter::new_starving(UnsafeCell::new(0)));
+        let held = m.try_lock().unwrap();
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let m = m.clone();
+                thread::spawn(move || bump(&m))
+            })
+            .collect();
+        drop(held);
+        bump(&m);
+        for t in ts {
+            t.join().unwrap();
+        }
+        assert_eq!(finish(&m), (3, 0));
+    });
+}
+
 /// In starvation mode the unlock hands the lock to the front waiter while a new arrival races
 /// it (the arrival must queue behind, not barge, not even with `try_lock`): both get through, in mutual exclusion, and
 /// the mode ends with the last waiter.

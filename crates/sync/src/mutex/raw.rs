@@ -298,10 +298,23 @@ impl RawMutex {
 
     /// Whether the waiter that owns `WOKEN` was woken more than [`STARVATION_THRESHOLD`] ago and
     /// has not competed since (see [`LockOp::lock_slow`] for why that matters on goro).
+    ///
+    /// Reading the clock costs about as much as the rest of a contended lock, so each thread
+    /// only looks every [`STALL_CHECK_EVERY`]th time it gets here: a stall is noticed a few
+    /// barges later, instead of every barge paying for it.
     #[cfg(not(loom))]
     fn stalled_wake_up(&self) -> bool {
+        std::thread_local!(static BARGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
         let at = self.woken_at.load(Relaxed);
-        at != NOT_WOKEN && clock().saturating_sub(at) > STARVATION_THRESHOLD.as_nanos() as u64
+        if at == NOT_WOKEN {
+            return false;
+        }
+        let n = BARGES.with(|b| {
+            let n = b.get().wrapping_add(1);
+            b.set(n);
+            n
+        });
+        n % STALL_CHECK_EVERY == 0 && clock().saturating_sub(at) > STARVATION_THRESHOLD.as_nanos() as u64
     }
 }
 
@@ -317,6 +330,11 @@ fn now() -> WaitStart {
 }
 #[cfg(loom)]
 fn now() -> WaitStart {}
+
+/// How often a thread barging past a woken waiter looks at the clock (see
+/// [`RawMutex::stalled_wake_up`]).
+#[cfg(not(loom))]
+const STALL_CHECK_EVERY: u32 = 16;
 
 /// `woken_at` of a `WOKEN` set by a spinning locker (which is running, so not stalled).
 #[cfg(not(loom))]
@@ -383,8 +401,27 @@ impl LockOp {
     /// # Safety
     /// `self` is pinned (it does not move until it is dropped), and every call, and the final
     /// [`cancel`](Self::cancel), passes the same `m`.
+    #[inline]
     pub(crate) unsafe fn poll(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
-        let awoke = if self.queued {
+        if !self.queued {
+            // Go's fast path: grab an unlocked mutex.
+            if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
+                return Poll::Ready(());
+            }
+            // SAFETY: forwarded from our caller; the node is not queued.
+            return unsafe { self.lock_slow(m, false, cx) };
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self.poll_queued(m, cx) }
+    }
+
+    /// [`poll`](Self::poll) of a queued operation: see what the notifier left us.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline(never)]
+    unsafe fn poll_queued(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
+        let awoke = {
             match self.outcome(m, cx) {
                 WAITING => {
                     goro_runtime::set_wait_reason(WaitReason::SyncMutexLock);
@@ -408,14 +445,8 @@ impl LockOp {
                     true // We own WOKEN (invariants 2 and 5).
                 }
             }
-        } else {
-            // Go's fast path: grab an unlocked mutex.
-            if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
-                return Poll::Ready(());
-            }
-            false
         };
-        // SAFETY: forwarded from our caller.
+        // SAFETY: forwarded from our caller; the node is not queued any more.
         unsafe { self.lock_slow(m, awoke, cx) }
     }
 
@@ -442,6 +473,7 @@ impl LockOp {
     ///
     /// # Safety
     /// As for [`poll`](Self::poll); the node is not queued.
+    #[inline(never)]
     unsafe fn lock_slow(&mut self, m: &RawMutex, mut awoke: bool, cx: &mut Context<'_>) -> Poll<()> {
         let mut iter = 0;
         let mut may_spin = None;
@@ -531,10 +563,20 @@ impl LockOp {
     ///
     /// # Safety
     /// As for [`poll`](Self::poll).
+    #[inline]
     pub(crate) unsafe fn cancel(&mut self, m: &RawMutex) {
-        if !self.queued {
-            return;
+        if self.queued {
+            // SAFETY: forwarded from our caller.
+            unsafe { self.cancel_queued(m) }
         }
+    }
+
+    /// [`cancel`](Self::cancel) of a queued operation.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline(never)]
+    unsafe fn cancel_queued(&mut self, m: &RawMutex) {
         self.queued = false;
         let outcome = match self.node.state() {
             WAITING => {
