@@ -215,7 +215,7 @@ pub struct MutexGuard<'a, T: ?Sized> {
 }
 
 // SAFETY: the guard gives `&mut T`; sending it to another thread moves that access (`T: Send`);
-// the permit is not tied to a thread.
+// the lock is not tied to a thread (Go's rule too: any goroutine may unlock).
 unsafe impl<T: ?Sized + Send> Send for MutexGuard<'_, T> {}
 // SAFETY: `&MutexGuard` only gives `&T` (`T: Sync`).
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
@@ -223,7 +223,8 @@ unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 impl<T: ?Sized> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the guard holds the only permit, so no other reference to the data exists.
+        // SAFETY: a guard exists only while it holds the lock, which excludes every other
+        // guard (module docs, Invariants), so no other reference to the data exists.
         unsafe { &*self.lock.data.get() }
     }
 }

@@ -61,6 +61,15 @@
 //! 5. A waiter's node is completed with [`WOKEN_UP`] only by a normal-mode wake-up that set
 //!    `WOKEN` for it, and with [`HANDED_OFF`] only by a hand-off that set `LOCKED` for it.
 //!
+//! # Memory ordering
+//!
+//! Every RMW that takes `LOCKED` for its caller is `Acquire`, the unlock's `fetch_sub` is
+//! `Release`, and every other change of the word is an RMW too, so the holder's writes are
+//! visible to the next holder through the release sequence. A hand-off sets `LOCKED` for the
+//! recipient, which does not touch the word: there the unlocker's writes reach it through the
+//! wait list (its lock, then the `Release` store of the node's outcome that the recipient reads
+//! with `Acquire`).
+//!
 //! # Cancellation
 //!
 //! A dropped [`LockOp`] that is still queued leaves the list and `waiters` in one step (clearing
