@@ -1,25 +1,42 @@
 //! [`Mutex<T>`]: Go's `sync.Mutex`, holding the data it protects as Rust locks do.
 //!
-//! # Design (first version)
+//! # Design
 //!
-//! The lock is a one-permit [`Semaphore`]: the lock-free fast path of the semaphore is the
-//! uncontended `Lock` (one CAS, like Go's `CompareAndSwapInt32(&m.state, 0, mutexLocked)`), and
-//! a contended lock queues FIFO and is handed the permit directly on unlock. That is Go's
-//! *starvation mode* behaviour all the time: no waiter can starve, but a G that unlocks and
-//! relocks at once cannot barge past a queued waiter, so under heavy contention it pays a
-//! hand-off per lock where Go's normal mode lets the running G keep the lock. Go's normal mode
-//! (barging, brief spinning, the switch to hand-off after a waiter waited 1 ms) is planned; the
-//! semaphore's cancellation handling, already loom-checked, is why this version came first: a
-//! dropped `lock()` future leaves the queue or gives a granted lock back.
+//! The lock is Go's (`src/sync/mutex.go`): one atomic state word (`LOCKED`, `WOKEN`,
+//! `STARVING`, and the number of waiters), and two modes.
+//!
+//! - **Normal mode**: waiters queue FIFO, but a woken waiter does not own the lock: it competes
+//!   with the lockers arriving meanwhile, which may also spin briefly before queueing. A G that
+//!   unlocks and relocks at once usually keeps the lock (no hand-off per lock), which is what
+//!   makes a contended Go mutex fast. A woken waiter that loses queues again at the front.
+//! - **Starvation mode**: once a waiter has waited more than 1 ms, unlock hands the lock straight
+//!   to the front waiter; arrivals queue at the back without barging or spinning. The mutex goes
+//!   back to normal mode when the lock reaches the last waiter or one that waited less than
+//!   1 ms. This is what guarantees that no waiter starves.
+//!
+//! The uncontended lock and unlock are one atomic read-modify-write each, as in Go. Waiters park
+//! on the crate's FIFO wait list: a node inside the pinned [`Lock`] future (or a blocked thread's
+//! stack), so waiting allocates nothing. The state word's exact rules and invariants are in the
+//! `raw` submodule.
+//!
+//! Unlike Go's, a waiting lock can be cancelled (its future dropped). A dropped future leaves the
+//! queue; if it had been woken to compete, it passes the wake-up on to the next waiter; if the
+//! lock had already been handed to it, it unlocks again, handing it on in turn.
 //!
 //! # Invariants
 //!
-//! A guard exists only while the permit is held, so there is at most one guard, and the data is
-//! only reached through it (or through `&mut self`/`self`, when no guard can exist). There is no
-//! poisoning: a panic while the guard is held unlocks as the guard drops (Go has no poisoning).
+//! A guard exists only while the lock is held by it, so there is at most one guard, and the data
+//! is only reached through it (or through `&mut self`/`self`, when no guard can exist). There is
+//! no poisoning: a panic while the guard is held unlocks as the guard drops (Go has no
+//! poisoning).
 
-use crate::semaphore::{AcquireOp, Semaphore};
-use goro_runtime::WaitReason;
+mod raw;
+#[cfg(all(test, loom))]
+pub(crate) use raw::stats;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use raw::{LockOp, RawMutex};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::future::Future;
@@ -56,7 +73,7 @@ use std::task::{Context, Poll};
 /// });
 /// ```
 pub struct Mutex<T: ?Sized> {
-    sem: Semaphore,
+    raw: RawMutex,
     data: UnsafeCell<T>,
 }
 
@@ -74,7 +91,20 @@ impl<T> Mutex<T> {
     /// assert_eq!(*m.try_lock().unwrap(), 5);
     /// ```
     pub fn new(value: T) -> Mutex<T> {
-        Mutex { sem: Semaphore::new(1), data: UnsafeCell::new(value) }
+        Mutex { raw: RawMutex::new(), data: UnsafeCell::new(value) }
+    }
+
+    /// A mutex on which every woken waiter counts as having waited longer than the 1 ms
+    /// starvation threshold: loom has no clock, and the models need to reach starvation mode.
+    #[cfg(all(test, loom))]
+    pub(crate) fn new_starving(value: T) -> Mutex<T> {
+        Mutex { raw: RawMutex::new_starving(), data: UnsafeCell::new(value) }
+    }
+
+    /// The state word, for the loom models' final checks.
+    #[cfg(all(test, loom))]
+    pub(crate) fn raw_state(&self) -> usize {
+        self.raw.state()
     }
 
     /// Consumes the mutex and returns the data.
@@ -93,9 +123,18 @@ impl<T: ?Sized> Mutex<T> {
     /// Locks (Go's `Lock`): waits until no one else holds the mutex, then returns a guard that
     /// unlocks when dropped (Go's `Unlock`).
     ///
-    /// Cancellation: dropping the future before it completes leaves the queue or, if the lock
-    /// was already handed to it, unlocks again (passing it to the next waiter); no wake-up is
-    /// lost and the lock is never left held.
+    /// Fairness is Go's: usually a running locker may take the lock ahead of queued waiters (it
+    /// may spin a few hundred cycles first), but a waiter that has waited more than 1 ms switches
+    /// the mutex to starvation mode, where the lock goes to waiters in queue order. No waiter
+    /// starves.
+    ///
+    /// Cancellation: the future may be dropped at any point. If it is queued, it leaves the
+    /// queue. If it had been woken to compete for the lock, it passes that wake-up on to the
+    /// next waiter. If the lock had already been handed to it (starvation mode), it unlocks
+    /// again, handing the lock on in turn. So a dropped `lock()` never leaves the mutex held and
+    /// never loses a wake-up; the waiters behind it are not delayed. (A future that is leaked,
+    /// neither polled to completion nor dropped, after being woken or handed the lock, does
+    /// hold up the others, as a leaked guard would.)
     ///
     /// ```
     /// goro::run(async {
@@ -105,7 +144,7 @@ impl<T: ?Sized> Mutex<T> {
     /// });
     /// ```
     pub fn lock(&self) -> Lock<'_, T> {
-        Lock { lock: self, op: AcquireOp::new() }
+        Lock { lock: self, op: LockOp::new(true) }
     }
 
     /// Locks, blocking the calling thread: [`lock`](Mutex::lock) for plain threads. Called from
@@ -117,10 +156,11 @@ impl<T: ?Sized> Mutex<T> {
     /// assert_eq!(*m.lock_blocking(), 3);
     /// ```
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        goro_runtime::block_on_thread(self.lock())
+        goro_runtime::block_on_thread(Lock { lock: self, op: LockOp::new(false) })
     }
 
-    /// Locks if no one holds the mutex (Go's `TryLock`); never waits.
+    /// Locks if no one holds the mutex (Go's `TryLock`); never waits. As in Go it may take the
+    /// lock ahead of queued waiters, except in starvation mode, where the lock belongs to them.
     ///
     /// ```
     /// let m = goro::sync::Mutex::new(());
@@ -130,7 +170,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert!(m.try_lock().is_some());
     /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.sem.try_acquire(1).then(|| MutexGuard { lock: self })
+        self.raw.try_lock().then(|| MutexGuard { lock: self })
     }
 
     /// The data, through `&mut self` (no guard can exist).
@@ -175,7 +215,7 @@ pub struct MutexGuard<'a, T: ?Sized> {
 }
 
 // SAFETY: the guard gives `&mut T`; sending it to another thread moves that access (`T: Send`);
-// the permit is not tied to a thread.
+// the lock is not tied to a thread (Go's rule too: any goroutine may unlock).
 unsafe impl<T: ?Sized + Send> Send for MutexGuard<'_, T> {}
 // SAFETY: `&MutexGuard` only gives `&T` (`T: Sync`).
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
@@ -183,7 +223,8 @@ unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 impl<T: ?Sized> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the guard holds the only permit, so no other reference to the data exists.
+        // SAFETY: a guard exists only while it holds the lock, which excludes every other
+        // guard (module docs, Invariants), so no other reference to the data exists.
         unsafe { &*self.lock.data.get() }
     }
 }
@@ -197,7 +238,7 @@ impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
 
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock.sem.release(1);
+        self.lock.raw.unlock();
     }
 }
 
@@ -219,7 +260,7 @@ impl<T: ?Sized + fmt::Display> fmt::Display for MutexGuard<'_, T> {
 #[must_use = "futures do nothing unless you `.await` them"]
 pub struct Lock<'a, T: ?Sized> {
     lock: &'a Mutex<T>,
-    op: AcquireOp,
+    op: LockOp,
 }
 
 impl<'a, T: ?Sized> Future for Lock<'a, T> {
@@ -229,17 +270,16 @@ impl<'a, T: ?Sized> Future for Lock<'a, T> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
         let lock = this.lock;
-        // SAFETY: `op` is pinned inside this future and always used with this mutex's semaphore
-        // and weight 1 (its size).
-        let ready = unsafe { this.op.poll(&lock.sem, 1, WaitReason::SyncMutexLock, cx) };
+        // SAFETY: `op` is pinned inside this future and always used with this mutex.
+        let ready = unsafe { this.op.poll(&lock.raw, cx) };
         ready.map(|()| MutexGuard { lock })
     }
 }
 
 impl<T: ?Sized> Drop for Lock<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: dropped in place; same semaphore and weight as every poll.
-        unsafe { self.op.cancel(&self.lock.sem, 1) }
+        // SAFETY: dropped in place (pinned until now); the same mutex as every poll.
+        unsafe { self.op.cancel(&self.lock.raw) }
     }
 }
 

@@ -1,0 +1,647 @@
+//! The lock itself, without the data: Go's `sync.Mutex` algorithm (`src/sync/mutex.go`, Go
+//! 1.9 to 1.23) on one atomic word, with goro's [`WaitList`] in the role of the runtime
+//! semaphore that Go's waiters sleep on, and cancellation, which Go does not have.
+//!
+//! # The state word
+//!
+//! ```text
+//!   bit 0  LOCKED     somebody holds the lock
+//!   bit 1  WOKEN      a waiter was woken (or a spinning locker announced itself) and is about
+//!                     to compete for the lock: an unlock need not wake anyone else
+//!   bit 2  STARVING   starvation mode: the lock goes straight to the front waiter
+//!   3..    waiters    the number of nodes queued on the wait list
+//! ```
+//!
+//! # Normal mode
+//!
+//! An unlock clears `LOCKED` (one `fetch_sub`); if there are waiters and nobody is `WOKEN`, it
+//! pops the front waiter, counts it out of `waiters`, sets `WOKEN` and wakes it. The woken
+//! waiter does not own the lock: it competes with lockers that arrive meanwhile (barging), who
+//! are already running and usually win. A locker that finds the lock held may first spin a
+//! little (at most [`ACTIVE_SPIN`] rounds of [`SPIN_PAUSES`] pauses, and only where another
+//! thread can be running the holder: Go's `runtime_canSpin`), setting `WOKEN` if it can so that
+//! the unlock it hopes for does not also wake a waiter. A woken waiter that loses queues again
+//! at the *front* (Go's `queueLifo`).
+//!
+//! # Starvation mode
+//!
+//! A woken waiter that has waited more than [`STARVATION_THRESHOLD`] (1 ms) since it first
+//! queued, and loses again, sets `STARVING` as it requeues. From then on an unlock hands the
+//! lock to the front waiter directly (Go's `handoff`): under the list lock it pops the waiter,
+//! sets `LOCKED` again on its behalf and counts it out of `waiters`; between the `fetch_sub`
+//! that cleared `LOCKED` and that moment, `STARVING` alone keeps everybody else out. Arrivals
+//! neither barge nor spin while `STARVING` is set; they queue at the back. The mode ends when the
+//! lock is handed to the last waiter (the unlock clears `STARVING`) or to one that waited less
+//! than the threshold (it clears `STARVING` itself), as in Go.
+//!
+//! # One addition for goro: stalled wake-ups
+//!
+//! A woken G becomes runnable in the `runnext` slot of the P whose G woke it, and goro does not
+//! preempt a running G yet (Go does, and its idle Ps steal such a G). A G that relocks in a
+//! loop without ever waiting would keep the woken waiter from running at all, so it could never
+//! notice that it starves. So an async locker about to barge past a waiter that was woken more
+//! than [`STARVATION_THRESHOLD`] ago (`woken_at`) yields once instead: it wakes itself and
+//! returns `Pending` without queueing. This is a heuristic on the side: it never changes the
+//! state word, and loom (which has no clock) does not model it.
+//!
+//! # Invariants
+//!
+//! 1. `waiters` changes only under the list's lock, together with the list itself: whenever the
+//!    lock is free, `waiters` is the length of the list. (Go counts a waiter in before it
+//!    reaches the semaphore, and the semaphore's own count covers the gap; here the two steps
+//!    are one, so a dropped waiter can take itself out of both at once.)
+//! 2. `WOKEN` has one owner, who clears it: the woken waiter (when it next competes, or when it
+//!    is dropped; then it wakes the next waiter if the lock is free, so no wake-up is lost), or
+//!    the spinning locker that set it (before its poll returns). It is only set when clear.
+//! 3. `STARVING` is set only by the owner of `WOKEN`, in the same CAS that clears `WOKEN`, and
+//!    nobody sets `WOKEN` while `STARVING` is set: the two are never set together.
+//! 4. `STARVING` implies `LOCKED`, except between an unlock's `fetch_sub` and its hand-off; and,
+//!    outside those windows, at least one waiter: the last waiter leaving (being handed the lock
+//!    or dropped) clears it.
+//! 5. A waiter's node is completed with [`WOKEN_UP`] only by a normal-mode wake-up that set
+//!    `WOKEN` for it, and with [`HANDED_OFF`] only by a hand-off that set `LOCKED` for it.
+//!
+//! # Memory ordering
+//!
+//! Every RMW that takes `LOCKED` for its caller is `Acquire`, the unlock's `fetch_sub` is
+//! `Release`, and every other change of the word is an RMW too, so the holder's writes are
+//! visible to the next holder through the release sequence. A hand-off sets `LOCKED` for the
+//! recipient, which does not touch the word: there the unlocker's writes reach it through the
+//! wait list (its lock, then the `Release` store of the node's outcome that the recipient reads
+//! with `Acquire`).
+//!
+//! # Cancellation
+//!
+//! A dropped [`LockOp`] that is still queued leaves the list and `waiters` in one step (clearing
+//! `STARVING` if it was the last waiter behind a held lock). One that was woken but not polled
+//! again clears `WOKEN` and passes the wake-up on (invariant 2). One that was handed the lock
+//! unlocks it again, which hands it on in turn.
+
+use crate::loom::{AtomicUsize, Ordering::*};
+use crate::waitlist::{Locked, Node, WaitList, WAITING};
+use goro_runtime::WaitReason;
+use std::task::{Context, Poll};
+#[cfg(not(loom))]
+use std::time::{Duration, Instant};
+
+/// Somebody holds the lock.
+pub(super) const LOCKED: usize = 1;
+/// A woken waiter or a spinning locker is about to compete: unlock wakes nobody.
+pub(super) const WOKEN: usize = 2;
+/// Starvation mode: unlock hands the lock to the front waiter.
+pub(super) const STARVING: usize = 4;
+/// `waiters` starts at this bit.
+pub(super) const WAITER_SHIFT: u32 = 3;
+/// One waiter in the state word.
+pub(super) const WAITER: usize = 1 << WAITER_SHIFT;
+
+/// A waiter that has waited longer than this since it first queued switches to starvation mode
+/// (Go's `starvationThresholdNs`).
+#[cfg(not(loom))]
+pub(super) const STARVATION_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// Spin rounds before queueing (Go's `active_spin`); one under loom, so that the models cover the
+/// spinner's `WOKEN` without multiplying their states.
+const ACTIVE_SPIN: u32 = if cfg!(loom) { 1 } else { 4 };
+/// Pause instructions per spin round (Go's `active_spin_cnt`).
+const SPIN_PAUSES: u32 = 30;
+
+/// A node's outcome: woken in normal mode, with `WOKEN` set on its behalf; it must compete.
+const WOKEN_UP: u8 = 1;
+/// A node's outcome: the lock was handed to it in starvation mode (`LOCKED` is set for it).
+const HANDED_OFF: u8 = 2;
+
+/// The lock word and the wait list.
+pub(crate) struct RawMutex {
+    state: AtomicUsize,
+    waiters: WaitList,
+    /// Under loom there is no clock: this says whether a woken waiter counts as having waited
+    /// longer than the threshold, so that models can reach starvation mode (or stay out of it).
+    #[cfg(loom)]
+    force_starving: bool,
+    /// The unit tests' stand-in for [`STARVATION_THRESHOLD`] (zero or "never", so that they do
+    /// not depend on how fast the machine is).
+    #[cfg(all(test, not(loom)))]
+    pub(super) threshold_ns: crate::loom::AtomicU64,
+    /// When the current owner of `WOKEN` was woken ([`clock`]), or [`NOT_WOKEN`] if it is a
+    /// spinning locker: for [`stalled_wake_up`](Self::stalled_wake_up) only, a heuristic that
+    /// never affects the state word.
+    #[cfg(not(loom))]
+    woken_at: crate::loom::AtomicU64,
+}
+
+impl RawMutex {
+    pub(crate) fn new() -> RawMutex {
+        RawMutex {
+            state: AtomicUsize::new(0),
+            waiters: WaitList::new(()),
+            #[cfg(loom)]
+            force_starving: false,
+            #[cfg(all(test, not(loom)))]
+            threshold_ns: crate::loom::AtomicU64::new(STARVATION_THRESHOLD.as_nanos() as u64),
+            #[cfg(not(loom))]
+            woken_at: crate::loom::AtomicU64::new(NOT_WOKEN),
+        }
+    }
+
+    /// A mutex on which every woken waiter counts as having waited longer than the starvation
+    /// threshold (the loom models' stand-in for the clock).
+    #[cfg(all(test, loom))]
+    pub(crate) fn new_starving() -> RawMutex {
+        RawMutex { force_starving: true, ..RawMutex::new() }
+    }
+
+    /// The state word (for the tests).
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> usize {
+        self.state.load(Relaxed)
+    }
+
+    /// Go's `TryLock`: takes the lock if it is free and not being handed off; never waits. A
+    /// queued waiter does not stop it (Go's comment: "there may be a goroutine waiting for the
+    /// mutex, but we are running now and can try to grab the mutex before that goroutine wakes
+    /// up").
+    #[inline]
+    pub(crate) fn try_lock(&self) -> bool {
+        let mut old = self.state.load(Relaxed);
+        loop {
+            if old & (LOCKED | STARVING) != 0 {
+                return false;
+            }
+            match self.state.compare_exchange_weak(old, old | LOCKED, Acquire, Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => old = actual,
+            }
+        }
+    }
+
+    /// Go's `Unlock`. The caller holds the lock.
+    #[inline]
+    pub(crate) fn unlock(&self) {
+        let old = self.state.fetch_sub(LOCKED, Release);
+        debug_assert!(old & LOCKED != 0, "sync: unlock of unlocked mutex");
+        if old != LOCKED {
+            self.unlock_slow(old - LOCKED);
+        }
+    }
+
+    /// `new`: the state our `fetch_sub` left (`LOCKED` clear).
+    #[inline(never)]
+    fn unlock_slow(&self, new: usize) {
+        if new & STARVING != 0 {
+            self.hand_off();
+        } else if new >> WAITER_SHIFT != 0 && new & (LOCKED | WOKEN) == 0 {
+            self.wake_one(self.waiters.lock(), 0);
+        }
+        // Otherwise nobody waits, or somebody is already awake to take the lock, or a barging
+        // locker has it and its unlock will do this.
+    }
+
+    /// Under the list lock: clears `clear` from the state and, if the lock is then free in
+    /// normal mode with waiters and nobody `WOKEN`, wakes the front waiter with `WOKEN` set for
+    /// it (Go's "grab the right to wake someone"). Unlocks the list before waking.
+    fn wake_one(&self, mut list: Locked<'_, ()>, clear: usize) {
+        let mut old = self.state.load(Relaxed);
+        loop {
+            let mut new = old & !clear;
+            let wake = new >> WAITER_SHIFT != 0 && new & (LOCKED | WOKEN | STARVING) == 0;
+            if wake {
+                new = (new - WAITER) | WOKEN;
+            }
+            if new == old {
+                return;
+            }
+            match self.state.compare_exchange_weak(old, new, AcqRel, Relaxed) {
+                Ok(_) if wake => {
+                    #[cfg(not(loom))]
+                    self.woken_at.store(clock(), Relaxed);
+                    // Invariant 1: `waiters` was non-zero under the lock, so the list is not empty.
+                    let waker = list.pop_front(WOKEN_UP);
+                    debug_assert!(waker.is_some(), "sync: mutex waiter count and queue disagree");
+                    drop(list);
+                    if let Some(w) = waker {
+                        w.wake();
+                    }
+                    return;
+                }
+                Ok(_) => return,
+                Err(actual) => old = actual,
+            }
+        }
+    }
+
+    /// Starvation mode's unlock: `LOCKED` is clear but `STARVING` keeps everybody else out, so
+    /// the lock is still ours to give. Gives it to the front waiter (setting `LOCKED` for it and
+    /// leaving starvation mode if it is the last one), or, if every waiter left meanwhile,
+    /// releases it and leaves starvation mode.
+    fn hand_off(&self) {
+        let mut list = self.waiters.lock();
+        let mut old = self.state.load(Relaxed);
+        let waiters = loop {
+            debug_assert!(
+                old & STARVING != 0 && old & (LOCKED | WOKEN) == 0,
+                "sync: inconsistent mutex state {old:#x} at hand-off"
+            );
+            let waiters = old >> WAITER_SHIFT;
+            let new = match waiters {
+                0 => old & !STARVING,
+                1 => (old - WAITER + LOCKED) & !STARVING,
+                _ => old - WAITER + LOCKED,
+            };
+            // Nobody else changes the state now (invariants 1 to 4: no barging, spinning or
+            // waking while STARVING, the waiters change under the lock we hold), but a CAS loop
+            // costs nothing here and keeps this robust.
+            match self.state.compare_exchange_weak(old, new, AcqRel, Relaxed) {
+                Ok(_) => break waiters,
+                Err(actual) => old = actual,
+            }
+        };
+        if waiters == 0 {
+            return;
+        }
+        #[cfg(loom)]
+        stats::bump(&stats::HAND_OFFS);
+        let waker = list.pop_front(HANDED_OFF);
+        debug_assert!(waker.is_some(), "sync: mutex waiter count and queue disagree");
+        drop(list);
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Under the list lock, after a queued node was removed from the list: counts it out of
+    /// `waiters`, leaving starvation mode if it was the last waiter behind a held lock (if the
+    /// lock is being handed off, the hand-off does that).
+    fn left_queue(&self, list: Locked<'_, ()>) {
+        let mut old = self.state.load(Relaxed);
+        loop {
+            debug_assert!(old >> WAITER_SHIFT != 0);
+            let mut new = old - WAITER;
+            if new >> WAITER_SHIFT == 0 && new & LOCKED != 0 {
+                new &= !STARVING;
+            }
+            match self.state.compare_exchange_weak(old, new, AcqRel, Relaxed) {
+                Ok(_) => break,
+                Err(actual) => old = actual,
+            }
+        }
+        drop(list);
+    }
+
+    #[cfg(not(loom))]
+    fn waited_too_long(&self, since: Option<WaitStart>) -> bool {
+        #[cfg(test)]
+        let threshold = match self.threshold_ns.load(Relaxed) {
+            0 => return since.is_some(), // "always", even on a coarse clock
+            ns => Duration::from_nanos(ns),
+        };
+        #[cfg(not(test))]
+        let threshold = STARVATION_THRESHOLD;
+        since.is_some_and(|t| t.elapsed() > threshold)
+    }
+
+    #[cfg(loom)]
+    fn waited_too_long(&self, since: Option<WaitStart>) -> bool {
+        since.is_some() && self.force_starving
+    }
+
+    /// Whether the waiter that owns `WOKEN` was woken more than [`STARVATION_THRESHOLD`] ago and
+    /// has not competed since (see [`LockOp::lock_slow`] for why that matters on goro).
+    ///
+    /// Reading the clock costs about as much as the rest of a contended lock, so each thread
+    /// only looks every [`STALL_CHECK_EVERY`]th time it gets here: a stall is noticed a few
+    /// barges later, instead of every barge paying for it.
+    #[cfg(not(loom))]
+    fn stalled_wake_up(&self) -> bool {
+        std::thread_local!(static BARGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+        let at = self.woken_at.load(Relaxed);
+        if at == NOT_WOKEN {
+            return false;
+        }
+        let n = BARGES.with(|b| {
+            let n = b.get().wrapping_add(1);
+            b.set(n);
+            n
+        });
+        n % STALL_CHECK_EVERY == 0 && clock().saturating_sub(at) > STARVATION_THRESHOLD.as_nanos() as u64
+    }
+}
+
+/// When a waiter first queued (Go's `waitStartTime`); under loom only *whether* it queued.
+#[cfg(not(loom))]
+type WaitStart = Instant;
+#[cfg(loom)]
+type WaitStart = ();
+
+#[cfg(not(loom))]
+fn now() -> WaitStart {
+    Instant::now()
+}
+#[cfg(loom)]
+fn now() -> WaitStart {}
+
+/// How often a thread barging past a woken waiter looks at the clock (see
+/// [`RawMutex::stalled_wake_up`]).
+#[cfg(not(loom))]
+const STALL_CHECK_EVERY: u32 = 16;
+
+/// `woken_at` of a `WOKEN` set by a spinning locker (which is running, so not stalled).
+#[cfg(not(loom))]
+const NOT_WOKEN: u64 = u64::MAX;
+
+/// Nanoseconds since the first call: the time stamps of `woken_at`.
+#[cfg(not(loom))]
+fn clock() -> u64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Whether spinning can help: another thread may be running the holder right now (Go's
+/// `runtime_canSpin`: more than one CPU, and more than one P). On goro that is `max_procs() >
+/// 1`; elsewhere (plain threads, other executors) more than one CPU.
+#[cfg(not(loom))]
+fn spinning_helps() -> bool {
+    static MULTICORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MULTICORE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+        && (goro_runtime::current_proc_index().is_none() || goro_runtime::max_procs() > 1)
+}
+
+#[cfg(loom)]
+fn spinning_helps() -> bool {
+    true
+}
+
+/// One spin round (Go's `procyield(active_spin_cnt)`). Under loom the loads between rounds are
+/// already where the model switches threads.
+#[inline]
+fn spin() {
+    if !cfg!(loom) {
+        for _ in 0..SPIN_PAUSES {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// One lock operation: its wait-list node and what Go keeps in `Lock`'s locals. Lives inside the
+/// pinned [`Lock`](super::Lock) future (or a blocked thread's stack, through it).
+pub(crate) struct LockOp {
+    node: Node,
+    /// The node may be linked, or completed by a notifier and not yet looked at.
+    queued: bool,
+    /// Go's `starving`: this waiter has waited longer than the threshold at some wake-up.
+    starving: bool,
+    /// Go's `waitStartTime`; `Some` also means "queued before": requeue at the front.
+    wait_start: Option<WaitStart>,
+    /// An async lock (not `lock_blocking`): it yields instead of barging past a stalled wake-up
+    /// (there is no clock under loom, so no stalled wake-up either).
+    #[cfg_attr(loom, allow(dead_code))]
+    polite: bool,
+}
+
+impl LockOp {
+    /// `polite`: see [`lock_slow`](Self::lock_slow); `false` for a thread blocked in
+    /// `lock_blocking` (its waiters are threads too, which the OS runs).
+    pub(crate) fn new(polite: bool) -> LockOp {
+        LockOp { node: Node::new(), queued: false, starving: false, wait_start: None, polite }
+    }
+
+    /// Polls the lock operation; `Ready` means the caller holds the lock.
+    ///
+    /// # Safety
+    /// `self` is pinned (it does not move until it is dropped), and every call, and the final
+    /// [`cancel`](Self::cancel), passes the same `m`.
+    #[inline]
+    pub(crate) unsafe fn poll(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.queued {
+            // Go's fast path: grab an unlocked mutex.
+            if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
+                return Poll::Ready(());
+            }
+            // SAFETY: forwarded from our caller; the node is not queued.
+            return unsafe { self.lock_slow(m, false, cx) };
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self.poll_queued(m, cx) }
+    }
+
+    /// [`poll`](Self::poll) of a queued operation: see what the notifier left us.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline(never)]
+    unsafe fn poll_queued(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
+        let awoke = {
+            match self.outcome(m, cx) {
+                WAITING => {
+                    goro_runtime::set_wait_reason(WaitReason::SyncMutexLock);
+                    return Poll::Pending;
+                }
+                HANDED_OFF => {
+                    self.queued = false;
+                    // Invariant 5: the unlock set LOCKED for us; the lock is ours. Leave
+                    // starvation mode if we did not wait long (Go: "critical to do it here and
+                    // consider wait time": two Gs could otherwise go lock-step forever).
+                    self.starving = self.starving || m.waited_too_long(self.wait_start);
+                    if !self.starving {
+                        m.state.fetch_and(!STARVING, Relaxed);
+                    }
+                    return Poll::Ready(());
+                }
+                outcome => {
+                    debug_assert_eq!(outcome, WOKEN_UP);
+                    self.queued = false;
+                    self.starving = self.starving || m.waited_too_long(self.wait_start);
+                    true // We own WOKEN (invariants 2 and 5).
+                }
+            }
+        };
+        // SAFETY: forwarded from our caller; the node is not queued any more.
+        unsafe { self.lock_slow(m, awoke, cx) }
+    }
+
+    /// A queued node's outcome, or [`WAITING`] (then with the waker of `cx` registered).
+    fn outcome(&self, m: &RawMutex, cx: &mut Context<'_>) -> u8 {
+        // The protocol of `waitlist`: a non-WAITING state read with Acquire means a notifier
+        // completed and unlinked the node and will not touch it again.
+        let s = self.node.state();
+        if s != WAITING {
+            return s;
+        }
+        let mut list = m.waiters.lock();
+        let s = self.node.state();
+        if s == WAITING {
+            list.set_waker(&self.node, cx.waker());
+        }
+        s
+    }
+
+    /// Go's `lockSlow` loop, up to the point where it would sleep: spin, compete, or queue.
+    ///
+    /// One addition to Go's algorithm (module docs, "stalled wake-ups"): an async locker that
+    /// would barge past a waiter woken more than 1 ms ago yields once instead.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll); the node is not queued.
+    #[inline(never)]
+    unsafe fn lock_slow(&mut self, m: &RawMutex, mut awoke: bool, cx: &mut Context<'_>) -> Poll<()> {
+        let mut iter = 0;
+        let mut may_spin = None;
+        let mut old = m.state.load(Relaxed);
+        loop {
+            debug_assert!(!awoke || old & WOKEN != 0, "sync: inconsistent mutex state {old:#x}");
+            // Held in normal mode: spinning makes sense if the holder may be running elsewhere.
+            if old & (LOCKED | STARVING) == LOCKED && iter < ACTIVE_SPIN && *may_spin.get_or_insert_with(spinning_helps)
+            {
+                // Tell unlock not to wake a waiter: we are about to take the lock ourselves.
+                if !awoke
+                    && old & WOKEN == 0
+                    && old >> WAITER_SHIFT != 0
+                    && m.state.compare_exchange_weak(old, old | WOKEN, Relaxed, Relaxed).is_ok()
+                {
+                    awoke = true;
+                    #[cfg(not(loom))]
+                    m.woken_at.store(NOT_WOKEN, Relaxed);
+                }
+                spin();
+                iter += 1;
+                old = m.state.load(Relaxed);
+                continue;
+            }
+            // Free, and not being handed off: compete.
+            if old & (LOCKED | STARVING) == 0 {
+                #[cfg(not(loom))]
+                if !awoke && old & WOKEN != 0 && self.polite && m.stalled_wake_up() {
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                let new = if awoke { (old | LOCKED) & !WOKEN } else { old | LOCKED };
+                match m.state.compare_exchange_weak(old, new, Acquire, Relaxed) {
+                    Ok(_) => return Poll::Ready(()),
+                    Err(actual) => {
+                        old = actual;
+                        continue;
+                    }
+                }
+            }
+            // Held or being handed off: queue, counting ourselves in under the list lock
+            // (invariant 1).
+            let mut list = m.waiters.lock();
+            old = m.state.load(Relaxed);
+            while old & (LOCKED | STARVING) != 0 {
+                let mut new = old + WAITER;
+                if self.starving && old & LOCKED != 0 {
+                    // Invariant 3: only the owner of WOKEN (us: `starving` is only set once we
+                    // were woken) switches to starvation mode.
+                    debug_assert!(awoke);
+                    new |= STARVING;
+                }
+                if awoke {
+                    new &= !WOKEN;
+                }
+                match m.state.compare_exchange_weak(old, new, Relaxed, Relaxed) {
+                    Ok(_) => {
+                        #[cfg(loom)]
+                        if new & STARVING != 0 && old & STARVING == 0 {
+                            stats::bump(&stats::STARVATION_ENTRIES);
+                        }
+                        // A waiter that waited before goes back to the front (Go's queueLifo).
+                        let front = self.wait_start.is_some();
+                        if !front {
+                            self.wait_start = Some(now());
+                        }
+                        // SAFETY: the node is not queued (`queued` is false: never queued, or
+                        // completed and unlinked by a notifier). It is pinned inside the future
+                        // that owns `self` (our caller's contract), whose drop calls `cancel`,
+                        // which unlinks it under this lock while it is still linked: it stays at
+                        // its address for as long as it is queued.
+                        unsafe { list.push(&self.node, cx.waker().clone(), 0, front) };
+                        self.queued = true;
+                        drop(list);
+                        goro_runtime::set_wait_reason(WaitReason::SyncMutexLock);
+                        return Poll::Pending;
+                    }
+                    Err(actual) => old = actual,
+                }
+            }
+            // Released meanwhile: compete again.
+            drop(list);
+        }
+    }
+
+    /// Undoes a lock that has not returned `Ready` (see the module docs); a no-op otherwise.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline]
+    pub(crate) unsafe fn cancel(&mut self, m: &RawMutex) {
+        if self.queued {
+            // SAFETY: forwarded from our caller.
+            unsafe { self.cancel_queued(m) }
+        }
+    }
+
+    /// [`cancel`](Self::cancel) of a queued operation.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline(never)]
+    unsafe fn cancel_queued(&mut self, m: &RawMutex) {
+        self.queued = false;
+        let outcome = match self.node.state() {
+            WAITING => {
+                let mut list = m.waiters.lock();
+                if list.remove(&self.node) {
+                    m.left_queue(list);
+                    return;
+                }
+                // Completed between our look and the lock; the lock ordered the completion
+                // before this read.
+                let s = self.node.state();
+                if s == WOKEN_UP {
+                    #[cfg(loom)]
+                    stats::bump(&stats::WOKEN_CANCELS);
+                    return m.wake_one(list, WOKEN);
+                }
+                s
+            }
+            s => s,
+        };
+        match outcome {
+            WOKEN_UP => {
+                #[cfg(loom)]
+                stats::bump(&stats::WOKEN_CANCELS);
+                // We own WOKEN: give it up, and wake the next waiter if the lock is free.
+                m.wake_one(m.waiters.lock(), WOKEN);
+            }
+            _ => {
+                debug_assert_eq!(outcome, HANDED_OFF);
+                #[cfg(loom)]
+                stats::bump(&stats::HANDED_OFF_CANCELS);
+                // The lock is ours and never reached the caller: unlock, handing it on.
+                m.unlock();
+            }
+        }
+    }
+}
+
+/// How often the models reached the paths they are meant to check (plain std counters outside
+/// the model: loom runs one execution at a time, and the tests read them after `loom::model`).
+#[cfg(loom)]
+pub(crate) mod stats {
+    pub(crate) use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    pub(crate) static HAND_OFFS: AtomicUsize = AtomicUsize::new(0);
+    pub(crate) static STARVATION_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+    pub(crate) static WOKEN_CANCELS: AtomicUsize = AtomicUsize::new(0);
+    pub(crate) static HANDED_OFF_CANCELS: AtomicUsize = AtomicUsize::new(0);
+
+    pub(super) fn bump(c: &AtomicUsize) {
+        c.fetch_add(1, Relaxed);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(c: &AtomicUsize) -> usize {
+        c.load(Relaxed)
+    }
+}
