@@ -171,7 +171,7 @@ mod model {
 
         pub(crate) fn pin(&self) -> Guard<'_> {
             fence(SeqCst);
-            let mut s = self.state.lock().unwrap();
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let id = s.next_guard;
             s.next_guard += 1;
             s.live_guards.insert(id);
@@ -204,7 +204,7 @@ mod model {
         /// As for the crossbeam-epoch version.
         pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
             fence(SeqCst);
-            let mut s = self.reclaimer.state.lock().unwrap();
+            let mut s = self.reclaimer.state.lock().unwrap_or_else(|e| e.into_inner());
             assert!(!s.retired.iter().any(|r| r.ptr == ptr.cast()), "sync.Map: an object was retired twice");
             let waiting_for = s.live_guards.clone();
             debug_assert!(waiting_for.contains(&self.id));
