@@ -1,25 +1,31 @@
 //! Map: loads, stores, deletes and the CAS family racing a promotion (`dirty` becoming `read`)
 //! and a dirty-map rebuild (nil entries being expunged). Every model checks the map's
-//! invariants (`Map::check_invariants`, which is valid at any moment because it holds the lock)
-//! and its linearizable outcome. Under loom the map's reclamation is the stand-in of
-//! `map/reclaim.rs`: a read of a value or snapshot that EBR could already have freed, or that
-//! does not happen-after its publication, fails the model.
+//! invariants (`Map::check_invariants`, valid at any moment because it holds the lock) and the
+//! linearizable outcome. Under loom the map's reclamation is the stand-in of `map/reclaim.rs`: a
+//! read of a value or snapshot that EBR could already have freed, or that does not
+//! happen-after its publication, fails the model.
+//!
+//! Each race runs in every orientation ([`race`], [`race3`]): loom's DPOR remembers only the
+//! last access to each atomic, so when a thread loads a pointer and then CASes it, an earlier
+//! load by another thread is forgotten and the order "CAS first, then the other thread's load"
+//! is never tried. Which side runs on the main thread (and which spawned thread starts first)
+//! decides which orders loom finds, so every side takes every seat.
+//! `loom_map_explores_both_orders` guards this: it fails if the lock-free reader never sees
+//! the concurrent store.
 
 use crate::Map;
 use loom::sync::Arc;
 use loom::thread;
 use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeSet;
 use std::hash::BuildHasherDefault;
 
-/// A deterministic hasher: loom replays each execution, so iteration order (which decides the
-/// order of the atomic operations in a dirty rebuild or a range) must not change between runs.
+/// A deterministic hasher: loom replays executions, so iteration order (which decides the order
+/// of the atomic operations in a dirty rebuild or a range) must not change between runs.
 type H = BuildHasherDefault<DefaultHasher>;
+type M<V> = Map<u32, V, H>;
 
-fn map<V: Clone + Send + 'static>() -> Arc<Map<u32, V, H>> {
-    Arc::new(Map::with_hasher(H::default()))
-}
-
-fn keys<V: Clone + Send + 'static>(m: &Map<u32, V, H>) -> Vec<(u32, V)> {
+fn keys<V: Clone + Send + 'static>(m: &M<V>) -> Vec<(u32, V)> {
     let mut out = Vec::new();
     m.range(|k, v| {
         out.push((*k, v.clone()));
@@ -29,193 +35,305 @@ fn keys<V: Clone + Send + 'static>(m: &Map<u32, V, H>) -> Vec<(u32, V)> {
     out
 }
 
-/// Key 1 lives only in `dirty`. One thread loads it twice (its first miss promotes `dirty`,
-/// since `misses >= len(dirty)`); the other stores a new key, which either goes into the
-/// existing `dirty` or, after the promotion, rebuilds `dirty` from `read`. A key that is present
-/// is never missed, and the new key is found afterwards.
+/// Models `a` and `b` running concurrently on a map prepared by `setup`, then `check`s the
+/// results and the invariants; once with `a` on the main thread and `b` spawned, once the other
+/// way round.
+fn race<V, RA, RB>(setup: fn(&M<V>), a: fn(&M<V>) -> RA, b: fn(&M<V>) -> RB, check: fn(&M<V>, RA, RB))
+where
+    V: Clone + Send + Sync + 'static,
+    RA: Send + 'static,
+    RB: Send + 'static,
+{
+    for a_on_main in [true, false] {
+        loom::model(move || {
+            let m = Arc::new(Map::with_hasher(H::default()));
+            setup(&m);
+            let m2 = m.clone();
+            let (ra, rb) = if a_on_main {
+                let t = thread::spawn(move || b(&m2));
+                (a(&m), t.join().unwrap())
+            } else {
+                let t = thread::spawn(move || a(&m2));
+                let rb = b(&m);
+                (t.join().unwrap(), rb)
+            };
+            m.check_invariants();
+            check(&m, ra, rb);
+            m.check_invariants();
+        });
+    }
+}
+
+/// Three concurrent operations of one kind of result, in all six seatings (main thread, first
+/// spawned, second spawned). `check` gets the results in the order of `ops`.
+fn race3<R: Send + 'static>(setup: fn(&M<u32>), ops: [fn(&M<u32>) -> R; 3], check: fn(&M<u32>, [R; 3])) {
+    for perm in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+        loom::model(move || {
+            let m = Arc::new(Map::with_hasher(H::default()));
+            setup(&m);
+            let spawn = |i: usize| {
+                let (m, op) = (m.clone(), ops[i]);
+                thread::spawn(move || op(&m))
+            };
+            let (t1, t2) = (spawn(perm[1]), spawn(perm[2]));
+            let r_main = ops[perm[0]](&m);
+            let mut rs: [Option<R>; 3] = [None, None, None];
+            rs[perm[0]] = Some(r_main);
+            rs[perm[1]] = Some(t1.join().unwrap());
+            rs[perm[2]] = Some(t2.join().unwrap());
+            m.check_invariants();
+            check(&m, rs.map(Option::unwrap));
+            m.check_invariants();
+        });
+    }
+}
+
+/// Promote `dirty` (a range does), so that the keys stored so far are in `read`.
+fn promote<V: Clone + Send + 'static>(m: &M<V>) {
+    keys(m);
+}
+
+/// A lock-free load racing an overwrite sees the old or the new value, and loom does explore
+/// both (this fails if a model's scheduling ever stops reaching the "store first" order).
+#[test]
+fn loom_map_explores_both_orders() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeSet::new()));
+    let seen2 = seen.clone();
+    loom::model(move || {
+        let m = Arc::new(Map::with_hasher(H::default()));
+        m.store(1, 10);
+        promote(&m);
+        let m2 = m.clone();
+        let t = thread::spawn(move || m2.load(&1));
+        m.store(1, 11);
+        let v = t.join().unwrap();
+        assert!(matches!(v, Some(10) | Some(11)), "{v:?}");
+        seen2.lock().unwrap().insert(v);
+    });
+    assert_eq!(*seen.lock().unwrap(), [Some(10), Some(11)].into_iter().collect());
+}
+
+/// Key 1 lives only in `dirty`. One side loads it twice (its first miss promotes `dirty`, since
+/// `misses >= len(dirty)`); the other stores a new key, which goes into the existing `dirty`
+/// or, after the promotion, rebuilds `dirty` from `read`, then loads it back. A present key is
+/// never missed, and the new key is found afterwards.
 #[test]
 fn loom_map_load_across_promotion_and_rebuild() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 10);
-        let m2 = m.clone();
-        let storer = thread::spawn(move || {
-            m2.store(2, 20);
-            assert_eq!(m2.load(&2), Some(20));
-            m2.check_invariants();
-        });
-        assert_eq!(m.load(&1), Some(10));
-        assert_eq!(m.load(&1), Some(10));
-        m.check_invariants();
-        storer.join().unwrap();
-        assert_eq!(m.load(&1), Some(10));
-        assert_eq!(m.load(&2), Some(20));
-        m.check_invariants();
-        assert_eq!(keys(&m), vec![(1, 10), (2, 20)]);
-    });
+    race(
+        |m| m.store(1, 10),
+        |m| [m.load(&1), m.load(&1)],
+        |m| {
+            m.store(2, 20);
+            m.load(&2)
+        },
+        |m, a, b| {
+            assert_eq!(a, [Some(10), Some(10)]);
+            assert_eq!(b, Some(20));
+            assert_eq!(keys(m), vec![(1, 10), (2, 20)]);
+        },
+    );
 }
 
 /// Key 1 is deleted in `read` (entry nil, no `dirty`). Storing a new key rebuilds `dirty`,
-/// expunging key 1's entry, while another thread stores key 1 again: either its lock-free swap
+/// expunging key 1's entry, while the other side stores key 1 again: either its lock-free swap
 /// beats the expunge (and the rebuild copies the entry), or it finds the entry expunged and
 /// unexpunges it into `dirty` under the lock. Either way key 1 survives the next promotion.
 #[test]
 fn loom_map_store_races_expunge() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 10);
-        keys(&m); // promote: read = {1}
-        m.delete(&1);
-        let m2 = m.clone();
-        let rebuild = thread::spawn(move || {
-            m2.store(2, 20);
-            m2.check_invariants();
-        });
-        m.store(1, 11);
-        m.check_invariants();
-        rebuild.join().unwrap();
-        m.check_invariants();
-        assert_eq!(m.load(&1), Some(11));
-        // `range` promotes `dirty`: a key missing from it would vanish here.
-        assert_eq!(keys(&m), vec![(1, 11), (2, 20)]);
-        assert_eq!(m.load(&1), Some(11));
-    });
+    race(
+        |m| {
+            m.store(1, 10);
+            promote(m);
+            m.delete(&1);
+        },
+        |m| m.store(2, 20),
+        |m| m.store(1, 11),
+        |m, (), ()| {
+            assert_eq!(m.load(&1), Some(11));
+            // `range` promotes `dirty`: a key missing from it would vanish here.
+            assert_eq!(keys(m), vec![(1, 11), (2, 20)]);
+            assert_eq!(m.load(&1), Some(11));
+        },
+    );
 }
 
-/// Two `load_or_store`s of one new key: exactly one stores, and both return its value.
+/// Two `load_or_store`s of one new key (both on the locked path): exactly one stores, and both
+/// return its value.
 #[test]
 fn loom_map_load_or_store_new_key_one_winner() {
-    loom::model(|| {
-        let m = map();
-        let m2 = m.clone();
-        let other = thread::spawn(move || m2.load_or_store(1, 2));
-        let mine = m.load_or_store(1, 1);
-        let theirs = other.join().unwrap();
-        assert!(mine.1 != theirs.1, "exactly one stores: {mine:?} {theirs:?}");
-        let winner = if mine.1 { theirs.0 } else { mine.0 };
-        assert_eq!(mine.0, winner);
-        assert_eq!(theirs.0, winner);
-        assert_eq!(m.load(&1), Some(winner));
-        m.check_invariants();
-    });
+    race(
+        |_| {},
+        |m| m.load_or_store(1, 1),
+        |m| m.load_or_store(1, 2),
+        |m, a, b| {
+            assert!(a.1 != b.1, "exactly one stores: {a:?} {b:?}");
+            let winner = if a.1 { b.0 } else { a.0 };
+            assert_eq!((a.0, b.0), (winner, winner));
+            assert_eq!(m.load(&1), Some(winner));
+        },
+    );
 }
 
-/// Two `load_or_store`s of a key whose entry is nil in `read` (the lock-free CAS race), while
-/// the main thread's store of a new key expunges that entry (sending them to the locked path).
+/// Two `load_or_store`s of a key whose entry is nil in `read` (the lock-free CAS race), while a
+/// store of a new key expunges that entry (sending them to the locked path).
 #[test]
 fn loom_map_load_or_store_deleted_key_races_expunge() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 0);
-        keys(&m);
-        m.delete(&1);
-        let ts: Vec<_> = [1, 2]
-            .into_iter()
-            .map(|v| {
-                let m = m.clone();
-                thread::spawn(move || m.load_or_store(1, v))
-            })
-            .collect();
-        m.store(3, 3);
-        let rs: Vec<_> = ts.into_iter().map(|t| t.join().unwrap()).collect();
-        assert_eq!(rs.iter().filter(|r| !r.1).count(), 1, "exactly one stores: {rs:?}");
-        let winner = rs.iter().find(|r| !r.1).unwrap().0;
-        assert!(rs.iter().all(|r| r.0 == winner));
-        m.check_invariants();
-        assert_eq!(keys(&m), vec![(1, winner), (3, 3)]);
-    });
+    race3(
+        |m| {
+            m.store(1, 0);
+            promote(m);
+            m.delete(&1);
+        },
+        [|m| m.load_or_store(1, 1), |m| m.load_or_store(1, 2), |m| (m.swap(3, 3).unwrap_or(3), false)],
+        |m, [a, b, _]| {
+            assert!(a.1 != b.1, "exactly one stores: {a:?} {b:?}");
+            let winner = if a.1 { b.0 } else { a.0 };
+            assert_eq!((a.0, b.0), (winner, winner));
+            assert_eq!(keys(m), vec![(1, winner), (3, 3)]);
+        },
+    );
 }
 
 /// `compare_and_swap` against `compare_and_delete` from the same old value on a key in `read`:
 /// exactly one succeeds, and the final state is the winner's.
 #[test]
 fn loom_map_compare_and_swap_races_compare_and_delete() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 0);
-        keys(&m);
-        let m2 = m.clone();
-        let cas = thread::spawn(move || m2.compare_and_swap(&1, &0, 1));
-        let deleted = m.compare_and_delete(&1, &0);
-        let swapped = cas.join().unwrap();
-        assert!(swapped != deleted, "exactly one wins: swapped {swapped}, deleted {deleted}");
-        assert_eq!(m.load(&1), if swapped { Some(1) } else { None });
-        m.check_invariants();
-    });
+    race(
+        |m| {
+            m.store(1, 0);
+            promote(m);
+        },
+        |m| m.compare_and_swap(&1, &0, 1),
+        |m| m.compare_and_delete(&1, &0),
+        |m, swapped, deleted| {
+            assert!(swapped != deleted, "exactly one wins: swapped {swapped}, deleted {deleted}");
+            assert_eq!(m.load(&1), if swapped { Some(1) } else { None });
+        },
+    );
 }
 
 /// Two `compare_and_swap`s of a key that is only in `dirty` (the locked lookup, whose miss
 /// promotes `dirty`): exactly one wins.
 #[test]
 fn loom_map_compare_and_swap_in_dirty() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 0);
-        let m2 = m.clone();
-        let other = thread::spawn(move || m2.compare_and_swap(&1, &0, 2));
-        let mine = m.compare_and_swap(&1, &0, 1);
-        let theirs = other.join().unwrap();
-        assert!(mine != theirs);
-        assert_eq!(m.load(&1), Some(if mine { 1 } else { 2 }));
-        m.check_invariants();
-    });
+    race(
+        |m| m.store(1, 0),
+        |m| m.compare_and_swap(&1, &0, 1),
+        |m| m.compare_and_swap(&1, &0, 2),
+        |m, a, b| {
+            assert!(a != b, "exactly one wins");
+            assert_eq!(m.load(&1), Some(if a { 1 } else { 2 }));
+        },
+    );
 }
 
 /// A delete of a dirty-only key (removed from `dirty` under the lock, counting a miss) races
 /// loads of another dirty-only key whose misses promote `dirty`.
 #[test]
 fn loom_map_delete_races_promotion() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 10);
-        m.store(2, 20);
-        let m2 = m.clone();
-        let deleter = thread::spawn(move || m2.load_and_delete(&1));
-        assert_eq!(m.load(&2), Some(20));
-        assert_eq!(m.load(&2), Some(20));
-        assert_eq!(deleter.join().unwrap(), Some(10));
-        assert_eq!(m.load(&1), None);
-        m.check_invariants();
-        assert_eq!(keys(&m), vec![(2, 20)]);
-    });
+    race(
+        |m| {
+            m.store(1, 10);
+            m.store(2, 20);
+        },
+        |m| m.load_and_delete(&1),
+        |m| [m.load(&2), m.load(&2)],
+        |m, a, b| {
+            assert_eq!(a, Some(10));
+            assert_eq!(b, [Some(20), Some(20)]);
+            assert_eq!(m.load(&1), None);
+            assert_eq!(keys(m), vec![(2, 20)]);
+        },
+    );
 }
 
 /// `range` while a new key is stored: `range` promotes `dirty` first, so the key present before
 /// it started is visited.
 #[test]
 fn loom_map_range_races_store() {
-    loom::model(|| {
-        let m = map();
-        m.store(1, 10);
-        let m2 = m.clone();
-        let storer = thread::spawn(move || m2.store(2, 20));
-        let seen = keys(&m);
-        assert!(seen.contains(&(1, 10)), "{seen:?}");
-        storer.join().unwrap();
-        assert_eq!(keys(&m), vec![(1, 10), (2, 20)]);
-        m.check_invariants();
-    });
+    race(
+        |m| m.store(1, 10),
+        keys,
+        |m| m.store(2, 20),
+        |m, seen, ()| {
+            assert!(seen.contains(&(1, 10)), "{seen:?}");
+            assert_eq!(keys(m), vec![(1, 10), (2, 20)]);
+        },
+    );
 }
 
-/// A lock-free load of a value that is being swapped out and retired, and a `clear` that
-/// retires the snapshot under the reader. Values are loom `Arc`s, so loom also reports any value
-/// the map leaks or frees twice; the reclamation stand-in reports a read of a retired object
-/// after every guard that could see it is gone.
+/// Lock-free loads of a value that is being swapped out and retired, then of a snapshot that
+/// `clear` retires. Values are loom `Arc`s, so loom also reports a value the map leaks or
+/// drops twice; the reclamation stand-in reports a read of a retired object once no guard that
+/// could see it remains.
 #[test]
 fn loom_map_reclaim_under_readers() {
-    loom::model(|| {
-        let m = map::<Arc<u32>>();
-        m.store(1, Arc::new(10));
-        keys(&m);
-        let m2 = m.clone();
-        let writer = thread::spawn(move || {
-            assert_eq!(m2.swap(1, Arc::new(11)).as_deref(), Some(&10));
-            m2.clear();
-        });
-        let v = m.load(&1).map(|v| *v);
-        assert!(matches!(v, None | Some(10) | Some(11)), "{v:?}");
-        writer.join().unwrap();
-        assert!(m.load(&1).is_none());
-        m.check_invariants();
-    });
+    race(
+        |m| {
+            m.store(1, Arc::new(10));
+            promote(m);
+        },
+        |m| {
+            let old = m.swap(1, Arc::new(11)).map(|v| *v);
+            m.clear();
+            old
+        },
+        |m| [m.load(&1).map(|v| *v), m.load(&1).map(|v| *v)],
+        |m, old, seen| {
+            assert_eq!(old, Some(10));
+            for v in seen {
+                assert!(matches!(v, None | Some(10) | Some(11)), "{v:?}");
+            }
+            assert!(m.load(&1).is_none());
+        },
+    );
+}
+
+/// Three sides over a dirty-only map: loads whose misses promote, a new key stored (into
+/// `dirty`, or a rebuilt one) and read back, and a delete of a dirty-only key.
+#[test]
+fn loom_map_three_way_promotion() {
+    race3(
+        |m| {
+            m.store(1, 10);
+            m.store(2, 20);
+        },
+        [
+            |m| [m.load(&1), m.load(&1)],
+            |m| {
+                m.store(3, 30);
+                [m.load(&3), None]
+            },
+            |m| [m.load_and_delete(&2), None],
+        ],
+        |m, [a, b, c]| {
+            assert_eq!(a, [Some(10), Some(10)]);
+            assert_eq!(b, [Some(30), None]);
+            assert_eq!(c, [Some(20), None]);
+            assert_eq!(keys(m), vec![(1, 10), (3, 30)]);
+        },
+    );
+}
+
+/// An overwrite and a delete of a key in `read` race a store of a new key (which rebuilds
+/// `dirty`, expunging the entry if the delete left it nil): the results are linearizable.
+#[test]
+fn loom_map_swap_delete_race_rebuild() {
+    race3(
+        |m| {
+            m.store(1, 0);
+            promote(m);
+        },
+        [|m| m.swap(1, 1), |m| m.load_and_delete(&1), |m| m.swap(2, 2)],
+        |m, [swapped, deleted, other]| {
+            assert_eq!(other, None);
+            match (swapped, deleted) {
+                // swap, then delete
+                (Some(0), Some(1)) => assert_eq!(keys(m), vec![(2, 2)]),
+                // delete, then swap
+                (None, Some(0)) => assert_eq!(keys(m), vec![(1, 1), (2, 2)]),
+                r => panic!("not linearizable: {r:?}"),
+            }
+        },
+    );
 }

@@ -123,10 +123,9 @@ mod epoch {
 #[cfg(loom)]
 mod model {
     use super::Reclaim;
-    use crate::loom::{fence, Ordering::SeqCst, UnsafeCell};
+    use crate::loom::{fence, AtomicBool, Ordering::Relaxed, Ordering::SeqCst, UnsafeCell};
     use std::collections::BTreeSet;
-    // Instrumentation, invisible to loom on purpose (see the module docs).
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    // Bookkeeping, invisible to loom on purpose (see the module docs).
     use std::sync::Mutex as StdMutex;
 
     /// Per-map bookkeeping of live guards and retired objects.
@@ -216,19 +215,28 @@ mod model {
 
     impl Drop for Guard<'_> {
         fn drop(&mut self) {
-            let mut s = self.reclaimer.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.live_guards.remove(&self.id);
-            for r in &mut s.retired {
-                if r.waiting_for.remove(&self.id) && r.waiting_for.is_empty() {
-                    // SAFETY: retired objects stay allocated until the `Reclaimer` drops.
-                    unsafe { (r.mark)(r.ptr) }
+            let mut now_reclaimed = Vec::new();
+            {
+                let mut s = self.reclaimer.state.lock().unwrap_or_else(|e| e.into_inner());
+                s.live_guards.remove(&self.id);
+                for r in &mut s.retired {
+                    if r.waiting_for.remove(&self.id) && r.waiting_for.is_empty() {
+                        now_reclaimed.push((r.mark, r.ptr));
+                    }
                 }
+            }
+            // Marking is a loom operation (a scheduling point): not under the std mutex.
+            for (mark, ptr) in now_reclaimed {
+                // SAFETY: retired objects stay allocated until the `Reclaimer` drops.
+                unsafe { mark(ptr) }
             }
         }
     }
 
     /// Loom's view of one shared object: its construction (a loom cell) and whether EBR would
-    /// have freed it by now.
+    /// have freed it by now. `reclaimed` is a loom atomic (written and read `Relaxed`, so it
+    /// adds no synchronization): that makes "mark reclaimed" and "access" dependent operations,
+    /// so loom explores their interleavings, e.g. a read of a slot just after its reader unpinned.
     pub(crate) struct Tracked {
         constructed: UnsafeCell<()>,
         reclaimed: AtomicBool,
