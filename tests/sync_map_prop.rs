@@ -134,12 +134,13 @@ proptest! {
 
     /// One thread: the map behaves like a `HashMap` under any sequence of operations.
     #[test]
-    fn matches_hashmap(ops in proptest::collection::vec(op(6, true), 1..120)) {
+    fn matches_hashmap(ops in proptest::collection::vec(op(5, true), 1..120)) {
         let m = Map::new();
         let mut model = HashMap::new();
         for op in &ops {
+            // (No `len` check after each step: `len` promotes the dirty map, which would keep
+            // the map out of the states worth testing, such as an expunged entry in `read`.)
             apply(&m, &mut model, op, |k| k as u32, |_| true);
-            prop_assert_eq!(m.len(), model.len());
         }
         let mut all = BTreeMap::new();
         m.range(|&k, &v| { all.insert(k, v); true });
