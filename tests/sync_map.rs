@@ -70,7 +70,10 @@ const MAP_SIZE: u64 = 1 << 10;
 
 /// Go's TestConcurrentRange: writers keep storing multiples of each key while ranges run; every
 /// range sees each key exactly once, with a multiple of the key.
-fn concurrent_range(ranges: usize, spawn_writers: impl FnOnce(Arc<Map<u64, u64>>, Arc<AtomicBool>) -> Box<dyn FnOnce()>) {
+fn concurrent_range(
+    ranges: usize,
+    spawn_writers: impl FnOnce(Arc<Map<u64, u64>>, Arc<AtomicBool>) -> Box<dyn FnOnce()>,
+) {
     let m = Arc::new(Map::new());
     for n in 1..=MAP_SIZE {
         m.store(n, n);

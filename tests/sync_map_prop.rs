@@ -56,7 +56,13 @@ fn op(keys: u8, global_ops: bool) -> impl Strategy<Value = Op> {
 
 /// Applies `op` to the map and to the model, and checks that they agree. `mine` tells which
 /// keys belong to the caller (the only ones `range` results are checked for).
-fn apply(m: &Map<u32, u32>, model: &mut HashMap<u32, u32>, op: &Op, key: impl Fn(u8) -> u32, mine: impl Fn(u32) -> bool) {
+fn apply(
+    m: &Map<u32, u32>,
+    model: &mut HashMap<u32, u32>,
+    op: &Op,
+    key: impl Fn(u8) -> u32,
+    mine: impl Fn(u32) -> bool,
+) {
     let val = |v: u8| v as u32;
     match *op {
         Op::Load(k) => assert_eq!(m.load(&key(k)), model.get(&key(k)).copied(), "{op:?}"),
