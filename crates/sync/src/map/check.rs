@@ -36,11 +36,8 @@ where
         let g = self.reclaim.pin();
         let d = self.mu.lock();
         let read = self.load_read(&g);
-        if read.amended {
-            let dirty = d.m.as_ref().ok_or("amended read without a dirty map")?;
-            if !dirty.keys().any(|k| !read.m.contains_key(k)) {
-                return Err("amended read, but dirty has no new key");
-            }
+        if read.amended && d.m.is_none() {
+            return Err("amended read without a dirty map");
         }
         match &d.m {
             Some(dirty) => {

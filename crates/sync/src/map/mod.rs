@@ -34,7 +34,9 @@
 //!
 //! 1. An expunged entry is never in `dirty`, and an entry in `dirty` is never expunged.
 //! 2. If `dirty` exists, every non-expunged entry of `read.m` is in `dirty` (the same entry).
-//! 3. `read.amended` implies `dirty` exists and holds a key missing from `read.m`.
+//! 3. `read.amended` implies `dirty` exists. (Go's comment says more, "`dirty` contains some
+//!    key not in `m`", but a `LoadAndDelete` of a dirty-only key can leave `amended` set with no
+//!    such key until the next promotion; that only costs locked lookups, as in Go.)
 //! 4. Hence a key that is present is never missed by a load: it is in `read.m`, or in `dirty`
 //!    with `amended` set, and the locked re-check of `read` covers a promotion that raced with
 //!    the first look.
@@ -74,7 +76,7 @@ type Table<K, V, S> = HashMap<K, Arc<Entry<V>>, S>;
 /// Go's `readOnly`: an immutable snapshot, swapped atomically into `Map::read`.
 struct ReadOnly<K, V, S> {
     m: Arc<Table<K, V, S>>,
-    /// `dirty` contains some key not in `m`.
+    /// `dirty` may contain some key not in `m` (so a miss must look there).
     amended: bool,
     tracked: Tracked,
 }

@@ -101,6 +101,24 @@ fn dirty_rebuild_expunges_deleted_entries_and_store_unexpunges() {
     }
 }
 
+/// Deleting the only new key of `dirty` leaves `read` amended with nothing new in `dirty` (as
+/// in Go): lookups of absent keys keep taking the lock until the misses promote `dirty`.
+#[test]
+fn delete_of_the_only_new_key_leaves_read_amended() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.store(2, 2);
+    m.range(|_, _| true); // read = {1, 2}
+    m.store(3, 3); // dirty = {1, 2, 3}, amended
+    assert_eq!(m.load_and_delete(&3), Some(3)); // removed from dirty: one miss
+    assert_eq!(m.state(), (2, true, Some(2), 1));
+    m.check_invariants();
+    assert_eq!(m.load(&3), None); // a second miss promotes
+    assert_eq!(m.state(), (2, false, None, 0));
+    m.check_invariants();
+    assert_eq!((m.load(&1), m.load(&2), m.load(&3)), (Some(1), Some(2), None));
+}
+
 #[test]
 fn load_or_store_on_expunged_entry() {
     let m = Map::new();
