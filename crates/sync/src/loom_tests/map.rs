@@ -35,6 +35,13 @@ fn keys<V: Clone + Send + 'static>(m: &M<V>) -> Vec<(u32, V)> {
     out
 }
 
+/// Runs `op`, then checks the invariants (mid-race, for the other sides may still run).
+fn checked<V: Clone + Send + 'static, R>(op: fn(&M<V>) -> R, m: &M<V>) -> R {
+    let r = op(m);
+    m.check_invariants();
+    r
+}
+
 /// Models `a` and `b` running concurrently on a map prepared by `setup`, then `check`s the
 /// results and the invariants; once with `a` on the main thread and `b` spawned, once the other
 /// way round.
@@ -49,12 +56,14 @@ where
             let m = Arc::new(Map::with_hasher(H::default()));
             setup(&m);
             let m2 = m.clone();
+            // Each side also checks the invariants right after its operation, while the other
+            // side may still be running.
             let (ra, rb) = if a_on_main {
-                let t = thread::spawn(move || b(&m2));
-                (a(&m), t.join().unwrap())
+                let t = thread::spawn(move || checked(b, &m2));
+                (checked(a, &m), t.join().unwrap())
             } else {
-                let t = thread::spawn(move || a(&m2));
-                let rb = b(&m);
+                let t = thread::spawn(move || checked(a, &m2));
+                let rb = checked(b, &m);
                 (t.join().unwrap(), rb)
             };
             m.check_invariants();
@@ -73,10 +82,10 @@ fn race3<R: Send + 'static>(setup: fn(&M<u32>), ops: [fn(&M<u32>) -> R; 3], chec
             setup(&m);
             let spawn = |i: usize| {
                 let (m, op) = (m.clone(), ops[i]);
-                thread::spawn(move || op(&m))
+                thread::spawn(move || checked(op, &m))
             };
             let (t1, t2) = (spawn(perm[1]), spawn(perm[2]));
-            let r_main = ops[perm[0]](&m);
+            let r_main = checked(ops[perm[0]], &m);
             let mut rs: [Option<R>; 3] = [None, None, None];
             rs[perm[0]] = Some(r_main);
             rs[perm[1]] = Some(t1.join().unwrap());
