@@ -164,7 +164,7 @@ impl<V> Entry<V> {
             return Err(value);
         }
         if !p.is_null() {
-            // SAFETY: a real slot loaded under `g` from an entry we borrow (see `load`).
+            // SAFETY: a real slot loaded under `_g` from an entry we borrow (see `load`).
             return Ok((unsafe { &*p }.value().clone(), true));
         }
         // Allocate only now that a store is likely (Go's escape-analysis trick).
@@ -258,7 +258,8 @@ impl<V> Entry<V> {
         V: PartialEq + 'static,
     {
         let mut p = self.p.load(Acquire);
-        // SAFETY (both derefs below): a real slot loaded under `g` from an entry we borrow.
+        // SAFETY: `p` is a real slot (checked first) loaded under `g` from an entry we borrow
+        // (see `load`).
         if !is_value(p) || unsafe { &*p }.value() != old {
             return false;
         }
@@ -274,7 +275,7 @@ impl<V> Entry<V> {
                 }
                 Err(cur) => p = cur,
             }
-            // SAFETY: as above.
+            // SAFETY: as above: a real slot, just loaded (by the failed CAS) under `g`.
             if !is_value(p) || unsafe { &*p }.value() != old {
                 return false;
             }
