@@ -12,6 +12,23 @@
 //! decides which orders loom finds, so every side takes every seat.
 //! `loom_map_explores_both_orders` guards this: it fails if the lock-free reader never sees
 //! the concurrent store.
+//!
+//! Mutations tried by hand (each made at least one model fail, then was reverted):
+//!
+//! | mutation | caught by |
+//! |---|---|
+//! | store to an expunged entry unexpunges it but does not put it back into `dirty` | store_races_expunge, swap_delete_race_rebuild |
+//! | `dirtyLocked` drops nil entries from `dirty` without expunging them | store_races_expunge, load_or_store_deleted_key_races_expunge, three_way_promotion, swap_delete_race_rebuild |
+//! | `dirtyLocked` expunges nil entries but still copies them into `dirty` | store_races_expunge, load_or_store_deleted_key_races_expunge, three_way_promotion, swap_delete_race_rebuild |
+//! | `trySwap` stores into an expunged entry | store_races_expunge, swap_delete_race_rebuild |
+//! | `load`'s locked path does not look at `read` again | load_across_promotion_and_rebuild, delete_races_promotion, three_way_promotion |
+//! | `tryLoadOrStore` checks for nil, then stores (no CAS) | load_or_store_deleted_key_races_expunge |
+//! | `tryCompareAndSwap` compares, then swaps unconditionally | compare_and_swap_in_dirty, compare_and_swap_races_compare_and_delete |
+//! | `range` does not promote an amended `dirty` | range_races_store and five others |
+//! | entry loads and CASes `Relaxed` | compare_and_swap_in_dirty, compare_and_swap_races_compare_and_delete, load_or_store_deleted_key_races_expunge (causality) |
+//! | `read` published and loaded `Relaxed` | ten models (causality) |
+//! | `store_read_locked` retires the new snapshot instead of the old | every model (use after reclamation) |
+//! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
 
 use crate::Map;
 use loom::sync::Arc;

@@ -22,10 +22,16 @@
 //!   retirement is guaranteed to observe the unlink that preceded it, which is exactly the
 //!   guarantee EBR gives.
 //! - When the last guard of that set is dropped, the object is *marked reclaimed* (it is not
-//!   freed yet). Every access of a shared object goes through [`Tracked::access`], which panics
-//!   on a reclaimed object. So a model fails if the map ever reads an object through a path that
-//!   a later-pinned guard can still reach after retirement (retire before unlink), retires an
-//!   object twice, or reads one without holding the guard that protects it.
+//!   freed yet). Every read of a value slot or a `readOnly` snapshot goes through
+//!   [`Tracked::access`], which panics on a reclaimed object. So a model fails if the map ever
+//!   reads an object through a path that a later-pinned guard can still reach after retirement
+//!   (retire before unlink), retires an object twice, or reads one after dropping the guard that
+//!   protected it. The mark is a loom atomic (Relaxed, so it synchronizes nothing): marking and
+//!   reading are then operations loom knows to be in conflict, and it tries both orders.
+//! - The fences make this model slightly stronger than C++ fences (loom joins the clocks of
+//!   successive SeqCst fences), so a missing Release/Acquire can be masked in a schedule where a
+//!   retirement's fence precedes the reader's pin; the models still catch such bugs in other
+//!   schedules (see the mutations listed in `loom_tests/map.rs`).
 //! - [`Tracked`] also holds a loom `UnsafeCell<()>` created with the object: `access` reads it,
 //!   so loom reports an access that does not happen-after the object's construction, i.e. a
 //!   publication (of a value into an entry, of a snapshot into `read`) whose Release/Acquire
@@ -35,10 +41,11 @@
 //!   tables) stays meaningful.
 //!
 //! What the stand-in does *not* check: crossbeam-epoch's own algorithm (global epoch advance,
-//! bag sealing; crossbeam tests that), the cost of deferred garbage, and the drop of an entry's
-//! *current* value when the entry's last `Arc` goes (an immediate free in both builds, argued in
-//! `entry.rs`). Its bookkeeping uses a `std` mutex on purpose: it is instrumentation, not part
-//! of the algorithm, and must add no interleavings of its own.
+//! bag sealing; crossbeam tests that), the cost and timing of deferred garbage (nothing is
+//! freed before the map drops), and the drop of an entry's *current* value when the entry's
+//! last `Arc` goes (an immediate free in both builds, argued in `entry.rs`). Its bookkeeping
+//! (guard ids, retired lists) uses a `std` mutex on purpose, never held across a loom operation:
+//! it is instrumentation, not part of the algorithm, and must add no interleavings of its own.
 
 #[cfg(not(loom))]
 pub(super) use self::epoch::{Guard, Reclaimer, Tracked};
