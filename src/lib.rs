@@ -52,7 +52,9 @@ pub mod chan {
 /// [`Mutex`](sync::Mutex), [`RwMutex`](sync::RwMutex), [`Once`](sync::Once), [`Pool`](sync::Pool) and the weighted
 /// [`Semaphore`](sync::Semaphore). Waiting Gs park instead of blocking their M; plain threads use
 /// the `*_blocking` methods; every future is cancel-safe.
+/// [`Map`](sync::Map) is Go's classic read-mostly concurrent map (`sync.Map`).
 pub mod sync {
+    pub use goro_sync::Map;
     pub use goro_sync::{
         Acquire, Lock, Mutex, MutexGuard, Once, Pool, ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard,
         Semaphore, Wait, WaitGroup, WriteLock,

@@ -8,6 +8,7 @@
 //! | Go | here |
 //! |----|------|
 //! | `sync.WaitGroup` | [`WaitGroup`] |
+//! | `sync.Map` | [`Map`] |
 //! | `sync.Mutex` | [`Mutex`] |
 //! | `sync.RWMutex` | [`RwMutex`] |
 //! | `sync.Once` | [`Once`] |
@@ -21,6 +22,7 @@
 
 #[allow(unused_imports)] // the shim offers what the other types (Mutex, Map) use too
 mod loom;
+mod map;
 mod mutex;
 mod once;
 mod pool;
@@ -33,6 +35,7 @@ mod waitlist;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use map::Map;
 pub use mutex::{Lock, Mutex, MutexGuard};
 pub use once::Once;
 pub use pool::Pool;

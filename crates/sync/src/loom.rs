@@ -4,7 +4,11 @@
 //! primitive here can be model-checked.
 
 #[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr};
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{fence, AtomicPtr};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 

@@ -10,6 +10,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 mod mutex;
+mod map;
 mod rwmutex;
 mod semaphore;
 mod waitgroup;

@@ -1,0 +1,265 @@
+//! Memory reclamation for [`Map`](super::Map): when may a value or a `readOnly` snapshot that
+//! was swapped out be freed, given that lock-free readers may still be looking at it?
+//!
+//! Outside loom this is crossbeam-epoch (epoch-based reclamation, EBR): every map operation pins
+//! the thread once ([`Reclaimer::pin`]), and an object unlinked from the map is handed to
+//! [`Guard::retire`], which defers its destruction (`defer_destroy`) until every thread that was
+//! pinned at that moment has unpinned. A `Guard` is what makes a `&'g` borrow of a shared object
+//! sound, so every function that hands out such a borrow takes the guard and ties the borrow's
+//! lifetime to it.
+//!
+//! # Under loom: a checkable stand-in
+//!
+//! crossbeam-epoch cannot run under `--cfg loom`: it has its own `crossbeam_loom` cfg (a second
+//! RUSTFLAGS switch, the `loom` feature of crossbeam-epoch and crossbeam-utils, and no default
+//! collector, so every call site would change), and its global epoch, participant list and
+//! garbage bags would multiply the interleavings of even a two-operation model past anything
+//! that finishes. So under loom the same API is backed by a tiny *model* of EBR's contract:
+//!
+//! - [`Reclaimer::pin`] issues a `fence(SeqCst)` (crossbeam's pin has one too) and registers the
+//!   guard in a per-map table; [`Guard::retire`] issues a `fence(SeqCst)` and records the set of
+//!   guards alive at that moment. Loom orders SeqCst fences totally, so a guard pinned after a
+//!   retirement is guaranteed to observe the unlink that preceded it, which is exactly the
+//!   guarantee EBR gives.
+//! - When the last guard of that set is dropped, the object is *marked reclaimed* (it is not
+//!   freed yet). Every read of a value slot or a `readOnly` snapshot goes through
+//!   [`Tracked::access`], which panics on a reclaimed object. So a model fails if the map ever
+//!   reads an object through a path that a later-pinned guard can still reach after retirement
+//!   (retire before unlink), retires an object twice, or reads one after dropping the guard that
+//!   protected it. The mark is a loom atomic (Relaxed, so it synchronizes nothing): marking and
+//!   reading are then operations loom knows to be in conflict, and it tries both orders.
+//! - The fences make this model slightly stronger than C++ fences (loom joins the clocks of
+//!   successive SeqCst fences), so a missing Release/Acquire can be masked in a schedule where a
+//!   retirement's fence precedes the reader's pin; the models still catch such bugs in other
+//!   schedules (see the mutations listed in `loom_tests/map.rs`).
+//! - [`Tracked`] also holds a loom `UnsafeCell<()>` created with the object: `access` reads it,
+//!   so loom reports an access that does not happen-after the object's construction, i.e. a
+//!   publication (of a value into an entry, of a snapshot into `read`) whose Release/Acquire
+//!   pairing is missing.
+//! - Reclaimed and still-pending objects are all freed when the map (and so its `Reclaimer`) is
+//!   dropped, so a model ends with no leaks, and loom's leak check of its `Arc`s (entries and
+//!   tables) stays meaningful.
+//!
+//! What the stand-in does *not* check: crossbeam-epoch's own algorithm (global epoch advance,
+//! bag sealing; crossbeam tests that), the cost and timing of deferred garbage (nothing is
+//! freed before the map drops), and the drop of an entry's *current* value when the entry's
+//! last `Arc` goes (an immediate free in both builds, argued in `entry.rs`). Its bookkeeping
+//! (guard ids, retired lists) uses a `std` mutex on purpose, never held across a loom operation:
+//! it is instrumentation, not part of the algorithm, and must add no interleavings of its own.
+
+#[cfg(not(loom))]
+pub(super) use self::epoch::{Guard, Reclaimer, Tracked};
+#[cfg(loom)]
+pub(super) use self::model::{Guard, Reclaimer, Tracked};
+
+/// An object that can be retired: it carries a [`Tracked`] (a zero-sized no-op outside loom).
+pub(super) trait Reclaim {
+    /// The object's tracking state.
+    #[cfg_attr(not(loom), allow(dead_code))] // only the loom stand-in marks objects
+    fn tracked(&self) -> &Tracked;
+}
+
+#[cfg(not(loom))]
+mod epoch {
+    use super::Reclaim;
+    use std::marker::PhantomData;
+
+    /// The map's handle on reclamation: zero-sized, the default crossbeam-epoch collector is
+    /// global.
+    #[derive(Debug, Default)]
+    pub(crate) struct Reclaimer;
+
+    impl Reclaimer {
+        pub(crate) const fn new() -> Reclaimer {
+            Reclaimer
+        }
+
+        /// Pins the current thread (cheap: a thread-local counter and one fenced store to the
+        /// thread's own epoch slot, nothing shared is written).
+        #[inline]
+        pub(crate) fn pin(&self) -> Guard<'_> {
+            Guard { inner: crossbeam_epoch::pin(), _reclaimer: PhantomData }
+        }
+    }
+
+    /// A pinned thread: objects retired while it lives are not freed before it is dropped.
+    pub(crate) struct Guard<'r> {
+        inner: crossbeam_epoch::Guard,
+        _reclaimer: PhantomData<&'r Reclaimer>,
+    }
+
+    impl Guard<'_> {
+        /// Defers freeing `ptr` until every thread pinned now has unpinned.
+        ///
+        /// # Safety
+        ///
+        /// - `ptr` came from `Box::into_raw` and is retired at most once;
+        /// - it is already unreachable: no load that starts after this call can return it;
+        /// - dropping the `T` later, on any thread, is sound (the map requires its `K`, `V` and
+        ///   `S` to be `Send + 'static`).
+        #[inline]
+        pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
+            // SAFETY: forwarded from this function's contract: `ptr` is a unique, unlinked box,
+            // so `defer_destroy` (which later turns it back into a `Box` and drops it) runs once,
+            // after every guard that might still see it.
+            unsafe { self.inner.defer_destroy(crossbeam_epoch::Shared::from(ptr as *const T)) }
+        }
+
+        /// Moves this thread's deferred garbage to the global queue so any thread may free it
+        /// soon (used after retiring a whole table).
+        pub(crate) fn flush(&self) {
+            self.inner.flush();
+        }
+    }
+
+    /// Loom's access tracking; nothing outside loom.
+    #[derive(Debug, Default)]
+    pub(crate) struct Tracked;
+
+    impl Tracked {
+        #[inline(always)]
+        pub(crate) fn new() -> Tracked {
+            Tracked
+        }
+
+        #[inline(always)]
+        pub(crate) fn access(&self) {}
+    }
+}
+
+#[cfg(loom)]
+mod model {
+    use super::Reclaim;
+    use crate::loom::{fence, AtomicBool, Ordering::Relaxed, Ordering::SeqCst, UnsafeCell};
+    use std::collections::BTreeSet;
+    // Bookkeeping, invisible to loom on purpose (see the module docs).
+    use std::sync::Mutex as StdMutex;
+
+    /// Per-map bookkeeping of live guards and retired objects.
+    #[derive(Default)]
+    pub(crate) struct Reclaimer {
+        state: StdMutex<State>,
+    }
+
+    #[derive(Default)]
+    struct State {
+        next_guard: u64,
+        live_guards: BTreeSet<u64>,
+        retired: Vec<Retired>,
+    }
+
+    struct Retired {
+        ptr: *mut (),
+        /// The guards that were live when it was retired and are not yet dropped.
+        waiting_for: BTreeSet<u64>,
+        mark: unsafe fn(*mut ()),
+        free: unsafe fn(*mut ()),
+    }
+
+    /// # Safety
+    /// `ptr` is a live `*mut T` (retired objects stay allocated until the `Reclaimer` drops).
+    unsafe fn mark_reclaimed<T: Reclaim>(ptr: *mut ()) {
+        // SAFETY: per this function's contract.
+        unsafe { (*ptr.cast::<T>()).tracked().reclaimed.store(true, Relaxed) }
+    }
+
+    /// # Safety
+    /// `ptr` came from `Box::<T>::into_raw` and is freed once.
+    unsafe fn free<T>(ptr: *mut ()) {
+        // SAFETY: per this function's contract.
+        drop(unsafe { Box::from_raw(ptr.cast::<T>()) });
+    }
+
+    impl Reclaimer {
+        pub(crate) fn new() -> Reclaimer {
+            Reclaimer::default()
+        }
+
+        pub(crate) fn pin(&self) -> Guard<'_> {
+            fence(SeqCst);
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let id = s.next_guard;
+            s.next_guard += 1;
+            s.live_guards.insert(id);
+            Guard { reclaimer: self, id, _not_send: std::marker::PhantomData }
+        }
+    }
+
+    impl Drop for Reclaimer {
+        fn drop(&mut self) {
+            let s = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+            for r in s.retired.drain(..) {
+                // SAFETY: every retired pointer came from `Box::into_raw` and is recorded once
+                // (`retire` asserts it); the map is being dropped, so nothing can reach it.
+                unsafe { (r.free)(r.ptr) }
+            }
+        }
+    }
+
+    pub(crate) struct Guard<'r> {
+        reclaimer: &'r Reclaimer,
+        id: u64,
+        _not_send: std::marker::PhantomData<*const ()>,
+    }
+
+    impl Guard<'_> {
+        /// Records `ptr` as retired: marked reclaimed once every guard live now has dropped,
+        /// freed when the map drops.
+        ///
+        /// # Safety
+        /// As for the crossbeam-epoch version.
+        pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
+            fence(SeqCst);
+            let mut s = self.reclaimer.state.lock().unwrap_or_else(|e| e.into_inner());
+            assert!(!s.retired.iter().any(|r| r.ptr == ptr.cast()), "sync.Map: an object was retired twice");
+            let waiting_for = s.live_guards.clone();
+            debug_assert!(waiting_for.contains(&self.id));
+            s.retired.push(Retired { ptr: ptr.cast(), waiting_for, mark: mark_reclaimed::<T>, free: free::<T> });
+        }
+
+        pub(crate) fn flush(&self) {}
+    }
+
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            let mut now_reclaimed = Vec::new();
+            {
+                let mut s = self.reclaimer.state.lock().unwrap_or_else(|e| e.into_inner());
+                s.live_guards.remove(&self.id);
+                for r in &mut s.retired {
+                    if r.waiting_for.remove(&self.id) && r.waiting_for.is_empty() {
+                        now_reclaimed.push((r.mark, r.ptr));
+                    }
+                }
+            }
+            // Marking is a loom operation (a scheduling point): not under the std mutex.
+            for (mark, ptr) in now_reclaimed {
+                // SAFETY: retired objects stay allocated until the `Reclaimer` drops.
+                unsafe { mark(ptr) }
+            }
+        }
+    }
+
+    /// Loom's view of one shared object: its construction (a loom cell) and whether EBR would
+    /// have freed it by now. `reclaimed` is a loom atomic (written and read `Relaxed`, so it
+    /// adds no synchronization): that makes "mark reclaimed" and "access" dependent operations,
+    /// so loom explores their interleavings, e.g. a read of a slot just after its reader unpinned.
+    pub(crate) struct Tracked {
+        constructed: UnsafeCell<()>,
+        reclaimed: AtomicBool,
+    }
+
+    impl Tracked {
+        pub(crate) fn new() -> Tracked {
+            Tracked { constructed: UnsafeCell::new(()), reclaimed: AtomicBool::new(false) }
+        }
+
+        /// Checks that the object is not reclaimed and that its construction happens-before
+        /// this access.
+        #[track_caller]
+        pub(crate) fn access(&self) {
+            assert!(!self.reclaimed.load(Relaxed), "sync.Map: access to an object after EBR would have freed it");
+            self.constructed.with(|_| ());
+        }
+    }
+}

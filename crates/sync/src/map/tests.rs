@@ -1,0 +1,242 @@
+//! Unit tests with access to the internals: the read/dirty moves happen when Go's algorithm
+//! says they do, and the invariants hold after each.
+
+use super::Map;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// A value that counts its live instances.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>, u32);
+
+impl Counted {
+    fn new(live: &Arc<AtomicUsize>, v: u32) -> Counted {
+        live.fetch_add(1, Relaxed);
+        Counted(live.clone(), v)
+    }
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Counted {
+        Counted::new(&self.0, self.1)
+    }
+}
+
+impl PartialEq for Counted {
+    fn eq(&self, other: &Counted) -> bool {
+        self.1 == other.1
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+#[test]
+fn new_keys_go_to_dirty_and_amend_read() {
+    let m = Map::new();
+    assert_eq!(m.state(), (0, false, None, 0));
+    m.store(1, 1);
+    // dirtyLocked built an (empty) copy of read, then the key went in; read is amended.
+    assert_eq!(m.state(), (0, true, Some(1), 0));
+    m.store(2, 2);
+    assert_eq!(m.state(), (0, true, Some(2), 0));
+    m.check_invariants();
+}
+
+#[test]
+fn promotion_after_len_dirty_misses() {
+    let m = Map::new();
+    for k in 0..4 {
+        m.store(k, k);
+    }
+    for i in 1..4 {
+        assert_eq!(m.load(&0), Some(0));
+        assert_eq!(m.state(), (0, true, Some(4), i), "miss {i} must not promote yet");
+    }
+    // The 4th miss pays for the copy: dirty becomes read.
+    assert_eq!(m.load(&9), None); // a miss of an absent key counts too
+    assert_eq!(m.state(), (4, false, None, 0));
+    // Now loads hit read and take no lock: no more misses.
+    for k in 0..4 {
+        assert_eq!(m.load(&k), Some(k));
+    }
+    assert_eq!(m.state(), (4, false, None, 0));
+    m.check_invariants();
+}
+
+#[test]
+fn absent_key_with_clean_read_is_not_a_miss() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.range(|_, _| true); // promotes
+    assert_eq!(m.state(), (1, false, None, 0));
+    assert_eq!(m.load(&2), None);
+    assert_eq!(m.state(), (1, false, None, 0), "not amended: a read miss is final, no lock taken");
+}
+
+#[test]
+fn dirty_rebuild_expunges_deleted_entries_and_store_unexpunges() {
+    let m = Map::new();
+    for k in 0..3 {
+        m.store(k, k);
+    }
+    m.range(|_, _| true); // promote: read = {0, 1, 2}
+    m.delete(&1); // entry 1: nil, in read only
+    assert_eq!(m.state(), (3, false, None, 0));
+    m.store(10, 10); // first new key: dirty = read minus expunged 1, plus 10
+    assert_eq!(m.state(), (3, true, Some(3), 0));
+    m.check_invariants();
+    assert_eq!(m.load(&1), None);
+    // Storing to the expunged key unexpunges it and puts it back into dirty.
+    m.store(1, 11);
+    assert_eq!(m.state(), (3, true, Some(4), 0));
+    m.check_invariants();
+    m.range(|_, _| true);
+    assert_eq!(m.state(), (4, false, None, 0));
+    for (k, v) in [(0, 0), (1, 11), (2, 2), (10, 10)] {
+        assert_eq!(m.load(&k), Some(v));
+    }
+}
+
+/// Deleting the only new key of `dirty` leaves `read` amended with nothing new in `dirty` (as
+/// in Go): lookups of absent keys keep taking the lock until the misses promote `dirty`.
+#[test]
+fn delete_of_the_only_new_key_leaves_read_amended() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.store(2, 2);
+    m.range(|_, _| true); // read = {1, 2}
+    m.store(3, 3); // dirty = {1, 2, 3}, amended
+    assert_eq!(m.load_and_delete(&3), Some(3)); // removed from dirty: one miss
+    assert_eq!(m.state(), (2, true, Some(2), 1));
+    m.check_invariants();
+    assert_eq!(m.load(&3), None); // a second miss promotes
+    assert_eq!(m.state(), (2, false, None, 0));
+    m.check_invariants();
+    assert_eq!((m.load(&1), m.load(&2), m.load(&3)), (Some(1), Some(2), None));
+}
+
+#[test]
+fn load_or_store_on_expunged_entry() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.range(|_, _| true);
+    m.delete(&1);
+    m.store(2, 2); // expunges 1
+    assert_eq!(m.load_or_store(1, 5), (5, false));
+    assert_eq!(m.load_or_store(1, 6), (5, true));
+    m.check_invariants();
+    assert_eq!(m.len(), 2);
+}
+
+#[test]
+fn swap_and_delete_in_every_state() {
+    let m = Map::new();
+    assert_eq!(m.swap(1, 1), None); // new key, dirty
+    assert_eq!(m.swap(1, 2), Some(1)); // dirty only
+    m.range(|_, _| true);
+    assert_eq!(m.swap(1, 3), Some(2)); // read, lock-free
+    assert_eq!(m.load_and_delete(&1), Some(3));
+    assert_eq!(m.swap(1, 4), None); // nil entry in read: lock-free trySwap
+    m.delete(&1);
+    m.store(2, 0); // expunge 1
+    assert_eq!(m.swap(1, 5), None); // expunged: locked unexpunge
+    assert_eq!(m.load_and_delete(&2), Some(0)); // dirty only: removed from dirty, a miss...
+    assert_eq!(m.state(), (1, false, None, 0)); // ...which promotes dirty = {1}
+    assert_eq!(m.load(&1), Some(5));
+    m.check_invariants();
+}
+
+#[test]
+fn compare_ops_on_dirty_entries_count_misses() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.store(2, 2);
+    assert!(m.compare_and_swap(&1, &1, 10));
+    assert_eq!(m.state(), (0, true, Some(2), 1));
+    assert!(!m.compare_and_delete(&2, &3)); // found, no match: still a miss -> promotion
+    assert_eq!(m.state(), (2, false, None, 0));
+    assert!(m.compare_and_delete(&2, &2));
+    assert!(!m.compare_and_swap(&3, &3, 3)); // absent, read clean: no lock
+    assert_eq!(m.load(&1), Some(10));
+    assert_eq!(m.load(&2), None);
+}
+
+#[test]
+fn clear_keeps_dirty_non_nil_and_resets_misses() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.load(&1); // one miss (dirty len 1): promotes
+    m.store(2, 2); // dirty rebuilt
+    m.clear();
+    assert_eq!(m.state(), (0, false, Some(0), 0));
+    assert!(m.is_empty());
+    m.store(3, 3);
+    assert_eq!(m.state(), (0, true, Some(1), 0));
+    assert_eq!(m.load(&3), Some(3));
+    m.check_invariants();
+}
+
+#[test]
+fn borrowed_lookups() {
+    let m: Map<String, Vec<u8>> = Map::new();
+    m.store("a".into(), vec![1]);
+    assert_eq!(m.load("a"), Some(vec![1]));
+    assert!(m.compare_and_swap("a", &vec![1], vec![2]));
+    assert!(m.compare_and_delete("a", &vec![2]));
+    m.store("b".into(), vec![]);
+    m.delete("b");
+    assert_eq!(m.load_and_delete("b"), None);
+    assert!(m.is_empty());
+}
+
+#[test]
+fn zero_sized_values() {
+    let m = Map::new();
+    m.store(1, ());
+    m.store(1, ());
+    assert_eq!(m.swap(2, ()), None);
+    assert_eq!(m.swap(2, ()), Some(()));
+    assert!(m.compare_and_swap(&2, &(), ()));
+    assert!(m.compare_and_delete(&1, &()));
+    assert_eq!(m.len(), 1);
+}
+
+/// Live values are dropped by the map's drop itself, not later by the epoch collector, even
+/// when retired snapshots still share their entries.
+#[test]
+fn drop_frees_live_values_at_once() {
+    let live = Arc::new(AtomicUsize::new(0));
+    {
+        let m = Map::new();
+        for k in 0..50u32 {
+            m.store(k, Counted::new(&live, k));
+        }
+        m.range(|_, _| true); // promote: the amended snapshot is retired, sharing the table
+        for k in 50..60u32 {
+            m.store(k, Counted::new(&live, k)); // new dirty; read retired again
+        }
+        assert_eq!(live.load(Relaxed), 60);
+    }
+    assert_eq!(live.load(Relaxed), 0);
+}
+
+#[test]
+fn check_invariants_catches_an_expunged_entry_in_dirty() {
+    let m = Map::new();
+    m.store(1, 1);
+    m.range(|_, _| true);
+    m.delete(&1);
+    m.store(2, 2); // 1 expunged
+                   // Break invariant 1 by hand: put the expunged entry into dirty.
+    {
+        let g = m.reclaim.pin();
+        let e = m.load_read(&g).m.get(&1).cloned().unwrap();
+        m.mu.lock().m.as_mut().unwrap().insert(1, e);
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.check_invariants()));
+    assert!(r.is_err());
+}

@@ -1,0 +1,501 @@
+//! `goro::sync::Map` through the facade: Go's `src/sync/map_test.go` ported in spirit
+//! (TestConcurrentRange, TestMapRangeNestedCall, TestCompareAndSwap_NonExistingKey,
+//! TestIssue40999's "deleted keys are not leaked", TestMapClear), plus `load_or_store` races among
+//! threads and among Gs, loads that must never miss while the dirty map is promoted and rebuilt
+//! under them, and drop counting of keys and values.
+//!
+//! Nothing sleeps to synchronize. Where memory is reclaimed by the epoch collector, a test drains
+//! it by pinning and flushing for a bounded number of rounds, never by waiting on a clock.
+
+use goro::sync::Map;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+/// Pins and flushes this thread's epoch garbage until `done` holds, for a bounded number of
+/// rounds (other test threads may hold the epoch back for a moment).
+fn drain_epoch(done: impl Fn() -> bool) -> bool {
+    for _ in 0..200_000 {
+        if done() {
+            return true;
+        }
+        crossbeam_epoch::pin().flush();
+        thread::yield_now();
+    }
+    done()
+}
+
+/// A key or value that counts its live instances.
+#[derive(Debug)]
+struct Counted {
+    id: u64,
+    live: Arc<AtomicUsize>,
+}
+
+impl Counted {
+    fn new(id: u64, live: &Arc<AtomicUsize>) -> Counted {
+        live.fetch_add(1, SeqCst);
+        Counted { id, live: live.clone() }
+    }
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Counted {
+        Counted::new(self.id, &self.live)
+    }
+}
+
+impl PartialEq for Counted {
+    fn eq(&self, other: &Counted) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Counted {}
+
+impl std::hash::Hash for Counted {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, SeqCst);
+    }
+}
+
+const MAP_SIZE: u64 = 1 << 10;
+
+/// Go's TestConcurrentRange: writers keep storing multiples of each key while ranges run; every
+/// range sees each key exactly once, with a multiple of the key.
+fn concurrent_range(
+    ranges: usize,
+    spawn_writers: impl FnOnce(Arc<Map<u64, u64>>, Arc<AtomicBool>) -> Box<dyn FnOnce()>,
+) {
+    let m = Arc::new(Map::new());
+    for n in 1..=MAP_SIZE {
+        m.store(n, n);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let join_writers = spawn_writers(m.clone(), stop.clone());
+    for _ in 0..ranges {
+        let mut seen = HashSet::with_capacity(MAP_SIZE as usize);
+        m.range(|&k, &v| {
+            assert_eq!(v % k, 0, "while storing multiples of {k}, range saw value {v}");
+            assert!(seen.insert(k), "range visited key {k} twice");
+            true
+        });
+        assert_eq!(seen.len() as u64, MAP_SIZE, "range visited {} elements of {MAP_SIZE}", seen.len());
+    }
+    stop.store(true, SeqCst);
+    join_writers();
+}
+
+/// The writers' loop: mostly loads, and now and then a store of a new multiple of the key.
+fn writer(m: &Map<u64, u64>, stop: &AtomicBool, g: u64) -> u64 {
+    let mut rng = g.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut stores = 0;
+    let mut i = 1u64;
+    while !stop.load(Relaxed) {
+        for n in 1..MAP_SIZE {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if rng % 64 == 0 {
+                m.store(n, n * i * g);
+                stores += 1;
+            } else {
+                assert!(m.load(&n).is_some(), "key {n} missed");
+            }
+        }
+        i += 1;
+    }
+    stores
+}
+
+#[test]
+fn concurrent_range_with_threads() {
+    concurrent_range(64, |m, stop| {
+        let ts: Vec<_> = (1..=2u64)
+            .map(|g| {
+                let (m, stop) = (m.clone(), stop.clone());
+                thread::spawn(move || writer(&m, &stop, g))
+            })
+            .collect();
+        Box::new(move || {
+            for t in ts {
+                t.join().unwrap();
+            }
+        })
+    });
+}
+
+#[test]
+fn concurrent_range_with_gs() {
+    let m = Arc::new(Map::new());
+    for n in 1..=MAP_SIZE {
+        m.store(n, n);
+    }
+    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    rt.block_on(async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (1..=4u64)
+            .map(|g| {
+                let (m, stop) = (m.clone(), stop.clone());
+                goro::go(async move {
+                    let mut stores = 0;
+                    while !stop.load(Relaxed) {
+                        stores += writer_round(&m, g, stores);
+                        goro::yield_now().await;
+                    }
+                    stores
+                })
+            })
+            .collect();
+        for _ in 0..32 {
+            let mut seen = HashSet::new();
+            m.range(|&k, &v| {
+                assert_eq!(v % k, 0, "while storing multiples of {k}, range saw value {v}");
+                assert!(seen.insert(k), "range visited key {k} twice");
+                true
+            });
+            assert_eq!(seen.len() as u64, MAP_SIZE);
+            goro::yield_now().await;
+        }
+        stop.store(true, SeqCst);
+        for w in writers {
+            w.await.unwrap();
+        }
+    });
+}
+
+/// One pass of a G writer (it yields between passes so the ranging G gets to run).
+fn writer_round(m: &Map<u64, u64>, g: u64, i: u64) -> u64 {
+    let mut stores = 0;
+    for n in 1..MAP_SIZE {
+        if (n + i) % 61 == 0 {
+            m.store(n, n * (i + 1) * g);
+            stores += 1;
+        } else {
+            assert!(m.load(&n).is_some(), "key {n} missed");
+        }
+    }
+    stores
+}
+
+/// Go's TestMapRangeNestedCall: a range inside a range may load what the outer one offers,
+/// store and delete keys, and delete the outer key on the fly.
+#[test]
+fn nested_range() {
+    let m = Map::new();
+    for (i, v) in ["hello", "world", "Go"].into_iter().enumerate() {
+        m.store(i, v.to_string());
+    }
+    m.range(|key, _| {
+        m.range(|key, value| {
+            // No concurrent delete of these keys: the key offered must load with its value.
+            assert_eq!(m.load(key).as_ref(), Some(value), "nested range: key {key}");
+            // 42 was never kept in the map: loading it means an internal bug of nested ranges.
+            let (_, loaded) = m.load_or_store(42, "dummy".to_string());
+            assert!(!loaded, "nested range: unexpected value for key 42");
+            // Store, then take 42 away again, so that no later range sees it.
+            m.store(42, "sync.Map".to_string());
+            assert_eq!(m.load_and_delete(&42).as_deref(), Some("sync.Map"));
+            true
+        });
+        // Remove the outer key on the fly.
+        m.delete(key);
+        true
+    });
+    // After a range that deleted every key, another range calls nothing.
+    let mut length = 0;
+    m.range(|_, _| {
+        length += 1;
+        true
+    });
+    assert_eq!(length, 0);
+    assert!(m.is_empty());
+}
+
+/// Go's TestCompareAndSwap_NonExistingKey, and the same for CompareAndDelete: a missing key never
+/// matches, and nothing is stored.
+#[test]
+fn compare_ops_on_missing_key() {
+    let m: Map<&str, u32> = Map::new();
+    assert!(!m.compare_and_swap(&"k", &0, 42));
+    assert!(!m.compare_and_delete(&"k", &0));
+    assert_eq!(m.load(&"k"), None);
+    // The same once the key exists only in the dirty map, and in the read map.
+    m.store("other", 1);
+    assert!(!m.compare_and_swap(&"k", &0, 42));
+    assert!(!m.compare_and_delete(&"k", &0));
+    m.range(|_, _| true); // promote
+    assert!(!m.compare_and_swap(&"k", &0, 42));
+    assert!(!m.compare_and_delete(&"k", &0));
+    // A deleted key does not match either.
+    m.delete(&"other");
+    assert!(!m.compare_and_swap(&"other", &1, 2));
+    assert!(!m.compare_and_delete(&"other", &1));
+    assert!(m.is_empty());
+}
+
+/// Go's TestIssue40999: keys stored and deleted over and over (each one only ever in the dirty
+/// map) are not leaked.
+#[test]
+fn deleted_keys_are_not_leaked() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let m = Map::new();
+    // Bias len(dirty) above the miss count, as Go's test does.
+    m.store(Counted::new(u64::MAX, &live), ());
+    for i in 0..10_000 {
+        let k = Counted::new(i, &live);
+        m.store(k.clone(), ());
+        m.delete(&k);
+    }
+    assert!(drain_epoch(|| live.load(SeqCst) <= 1), "{} keys alive, expected 1", live.load(SeqCst));
+    drop(m);
+    assert!(drain_epoch(|| live.load(SeqCst) == 0));
+}
+
+/// Every key and value that the map ever held is dropped exactly once: replaced and deleted
+/// ones when the epoch collector gets to them, live ones when the map is dropped.
+#[test]
+fn no_leak_no_double_drop_across_threads() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let m = Arc::new(Map::new());
+    let ts: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (m, live) = (m.clone(), live.clone());
+            thread::spawn(move || {
+                for i in 0..2_000u64 {
+                    let k = Counted::new(i % 97, &live);
+                    let v = Counted::new(t * 10_000 + i, &live);
+                    match i % 7 {
+                        0 => m.store(k, v),
+                        1 => drop(m.swap(k, v)),
+                        2 => drop(m.load_or_store(k, v)),
+                        3 => drop(m.load_and_delete(&k)),
+                        4 => m.delete(&k),
+                        5 => {
+                            if let Some(old) = m.load(&k) {
+                                m.compare_and_swap(&k, &old, v);
+                            }
+                        }
+                        _ => {
+                            if let Some(old) = m.load(&k) {
+                                m.compare_and_delete(&k, &old);
+                            }
+                        }
+                    }
+                    if i % 500 == 0 {
+                        m.range(|_, _| true);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    let present = m.len();
+    assert!(present <= 97);
+    drop(m);
+    assert!(drain_epoch(|| live.load(SeqCst) == 0), "{} keys and values alive", live.load(SeqCst));
+}
+
+/// Dropping the map drops every live value at once, without waiting for the epoch collector.
+#[test]
+fn drop_drops_live_values_immediately() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let m = Map::new();
+    for i in 0..100 {
+        m.store(i, Counted::new(i, &live));
+    }
+    m.range(|_, _| true);
+    for i in 100..150 {
+        m.store(i, Counted::new(i, &live));
+    }
+    assert_eq!(live.load(SeqCst), 150);
+    drop(m);
+    assert_eq!(live.load(SeqCst), 0);
+}
+
+/// Racing `load_or_store`s on plain threads: for every key, exactly one caller stores, and every
+/// caller gets the stored value.
+#[test]
+fn load_or_store_race_threads() {
+    const THREADS: u64 = 8;
+    const KEYS: u64 = 200;
+    let m = Arc::new(Map::new());
+    let start = Arc::new(Barrier::new(THREADS as usize));
+    let ts: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (m, start) = (m.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                (0..KEYS).map(|k| m.load_or_store(k, t)).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<Vec<(u64, bool)>> = ts.into_iter().map(|t| t.join().unwrap()).collect();
+    check_one_winner(&m, &results, KEYS);
+}
+
+/// The same with many Gs on a goro runtime.
+#[test]
+fn load_or_store_race_gs() {
+    const GS: u64 = 64;
+    const KEYS: u64 = 100;
+    let m = Arc::new(Map::new());
+    let results = goro::run({
+        let m = m.clone();
+        async move {
+            let hs: Vec<_> = (0..GS)
+                .map(|g| {
+                    let m = m.clone();
+                    goro::go(async move {
+                        let mut out = Vec::new();
+                        for k in 0..KEYS {
+                            out.push(m.load_or_store(k, g));
+                            if k % 8 == 0 {
+                                goro::yield_now().await;
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            let mut results = Vec::new();
+            for h in hs {
+                results.push(h.await.unwrap());
+            }
+            results
+        }
+    });
+    check_one_winner(&m, &results, KEYS);
+}
+
+fn check_one_winner(m: &Map<u64, u64>, results: &[Vec<(u64, bool)>], keys: u64) {
+    for k in 0..keys as usize {
+        let stored: Vec<_> = results.iter().enumerate().filter(|(_, r)| !r[k].1).map(|(t, _)| t).collect();
+        assert_eq!(stored.len(), 1, "key {k}: callers {stored:?} all stored");
+        let winner = stored[0] as u64;
+        for r in results {
+            assert_eq!(r[k].0, winner, "key {k}: a caller got another value than the stored one");
+        }
+        assert_eq!(m.load(&(k as u64)), Some(winner));
+    }
+}
+
+/// Loads of keys that are present never miss while other threads keep adding keys (each round
+/// of new keys rebuilds the dirty map; the loaders' misses promote it) and deleting them.
+#[test]
+fn loads_never_miss_across_promotions() {
+    let m = Arc::new(Map::new());
+    for k in 0..64u64 {
+        m.store(k, k);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (m, stop) = (m.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut k = 1_000u64;
+            while !stop.load(Relaxed) {
+                m.store(k, k);
+                assert_eq!(m.load(&k), Some(k));
+                if k % 3 == 0 {
+                    m.delete(&k);
+                }
+                k += 1;
+            }
+            k
+        })
+    };
+    let loaders: Vec<_> = (0..2)
+        .map(|t| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for i in 0..200_000u64 {
+                    let k = (i * 7 + t) % 64;
+                    assert_eq!(m.load(&k), Some(k), "present key {k} missed");
+                }
+            })
+        })
+        .collect();
+    for l in loaders {
+        l.join().unwrap();
+    }
+    stop.store(true, SeqCst);
+    let last = churn.join().unwrap();
+    for k in 1_000..last {
+        assert_eq!(m.load(&k), if k % 3 == 0 { None } else { Some(k) }, "key {k}");
+    }
+}
+
+/// Go's TestMapClear and a clear racing stores of disjoint keys: after the race every key is
+/// either absent or holds the value its writer stored last; a final clear empties the map.
+#[test]
+fn clear() {
+    let m = Map::new();
+    for i in 0..10 {
+        m.store(i, i);
+    }
+    m.clear();
+    assert_eq!(m.len(), 0);
+    assert!(m.is_empty());
+    m.range(|k, v| panic!("range after clear saw {k} -> {v}"));
+    m.store(3, 30);
+    assert_eq!(m.load(&3), Some(30));
+    assert_eq!(m.len(), 1);
+
+    let m = Arc::new(Map::new());
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for round in 0..200u64 {
+                    for k in 0..16u64 {
+                        m.store(t * 100 + k, round);
+                    }
+                }
+            })
+        })
+        .collect();
+    let clearer = {
+        let m = m.clone();
+        thread::spawn(move || {
+            for _ in 0..200 {
+                m.clear();
+                thread::yield_now();
+            }
+        })
+    };
+    for w in writers {
+        w.join().unwrap();
+    }
+    clearer.join().unwrap();
+    m.range(|k, &v| {
+        assert!(k % 100 < 16 && v == 199, "key {k} holds {v}, not its last value");
+        true
+    });
+    m.clear();
+    assert!(m.is_empty());
+    assert_eq!(m.len(), 0);
+}
+
+#[test]
+fn debug_and_default() {
+    let m: Map<u8, &str> = Map::default();
+    assert_eq!(format!("{m:?}"), "{}");
+    m.store(7, "seven");
+    assert_eq!(format!("{m:?}"), r#"{7: "seven"}"#);
+}
+
+#[test]
+fn send_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Map<String, Vec<u8>>>();
+    assert_send_sync::<Map<u64, Arc<str>>>();
+}
