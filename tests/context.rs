@@ -329,7 +329,7 @@ fn deadline_is_inherited_and_never_extended() {
         let pd = parent.deadline().unwrap();
 
         // A later deadline is the parent's (Go's test: WithDeadline+otherContext+WithDeadline).
-        let (later, cancel_later) = context::with_deadline(&parent, start + Duration::from_secs(4));
+        let (later, cancel_later) = context::with_deadline(&parent, start + Duration::from_secs(3600));
         assert_eq!(later.deadline(), Some(pd));
         assert!(format!("{later:?}").ends_with(".WithCancel"), "{later:?}");
         // An earlier one is its own.
@@ -349,7 +349,7 @@ fn deadline_is_inherited_and_never_extended() {
 
         wait_done(&later, "child of the 50ms parent").await;
         assert!(Instant::now() >= pd, "the child ended before its parent's deadline");
-        assert!(start.elapsed() < Duration::from_secs(2), "not the child's own 4s deadline");
+        // (`wait_done` gives up after 20s: long before the child's own hour.)
         assert_eq!(later.err(), Some(ContextError::DeadlineExceeded));
         assert_done(&parent, "parent", ContextError::DeadlineExceeded);
         assert_eq!(parent.num_children(), 0);
@@ -656,7 +656,10 @@ fn values() {
 
     let c1 = context::with_value(&c0, K1, "c1k1");
     check_values(&c1, "c1", Some("c1k1"), None, None);
-    assert_eq!(format!("{c1:?}"), "context.Background.WithValue(type context::Key1, val &str)");
+    // Go: `context.Background.WithValue(type context.key1, val c1k1)`; goro names the types
+    // (their exact spelling is `std::any::type_name`'s).
+    let shown = format!("{c1:?}");
+    assert!(shown.starts_with("context.Background.WithValue(type ") && shown.contains("Key1"), "{shown}");
 
     let c2 = context::with_value(&c1, K2, "c2k2");
     check_values(&c2, "c2", Some("c1k1"), Some("c2k2"), None);
