@@ -51,6 +51,11 @@
 //! cancel()` does. A context that is never cancelled stays in its parent's set until the
 //! parent is cancelled, exactly as in Go (`go vet`'s `lostcancel` warning).
 //!
+//! Memory is reference counted: a node holds its parent (for values and cancellation), a
+//! cancelable node holds its registered children, and a child's link back to that set is weak,
+//! so an uncancelled tree is freed once nothing refers to it (as Go's garbage collector would
+//! free it). Deep chains are freed iteratively, without recursion.
+//!
 //! # Invariants
 //!
 //! - Once `err()` is `Some`, it never changes; the first cancellation wins (a later
@@ -117,10 +122,13 @@
 //!   they must be called from a G (inside [`goro::run`](crate::run)); a deadline already passed
 //!   needs no timer and works anywhere. [`with_cancel`] and [`with_value`] work anywhere.
 //! - Deadlines are monotonic [`Instant`]s, not wall-clock times.
-//! - If a cancelable context is dropped entirely (every `Context` handle, its `CancelFunc`, and
-//!   no cancelable ancestor or pending timer refers to it) without being cancelled, nobody can
-//!   cancel it any more; receivers of its `done()` still alive then wait forever, as in Go.
-//!   Its channel is leaked to keep that true rather than close it spuriously.
+//! - If a cancelable context is dropped entirely (every `Context` handle and its `CancelFunc`,
+//!   with no live cancelable ancestor or pending timer referring to it) without being
+//!   cancelled, nobody can cancel it any more; receivers of its `done()` still alive then wait
+//!   forever, as in Go. Its channel is leaked to keep that true rather than close spuriously.
+//! - Cancellation walks the subtree recursively, as Go's does: a chain of tens of thousands of
+//!   nested *cancelable* contexts could exhaust the stack of the canceller (value nodes do not
+//!   count).
 //! - Not ported (yet): `AfterFunc`, `WithoutCancel`, `WithDeadlineCause`'s nil cause.
 
 use crate::chan::{Receiver, Sender};
@@ -129,7 +137,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// Cancels its context (Go's `context.CancelFunc`): call it as `cancel()`.
@@ -286,8 +294,11 @@ enum Kind {
 /// The state of a cancelable node (Go's `cancelCtx`, and `timerCtx`'s timer).
 struct CancelCtx {
     /// The nearest cancelable ancestor, whose set of children holds this node until it is
-    /// cancelled.
-    parent: Option<Arc<CancelCtx>>,
+    /// cancelled. Weak: the parent holds the child, and a strong link back would make every
+    /// uncancelled pair a cycle that outlives all its handles. The parent stays alive while
+    /// this node's `Context` does anyway (through `Node::parent`); when nothing can cancel the
+    /// parent any more, there is nothing to leave.
+    parent: Weak<CancelCtx>,
     /// `0` while live, else a [`ContextError::code`]; written once, under `state`, before
     /// `done` closes, so the `Acquire` load in `err()` after seeing `done` closed sees it.
     err: AtomicU8,
@@ -367,7 +378,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl CancelCtx {
-    fn new(parent: Option<Arc<CancelCtx>>) -> Arc<CancelCtx> {
+    fn new(parent: Weak<CancelCtx>) -> Arc<CancelCtx> {
         Arc::new(CancelCtx { parent, err: AtomicU8::new(0), done: DoneChan::new(), state: Mutex::default() })
     }
 
@@ -401,7 +412,7 @@ impl CancelCtx {
         }
         drop(st);
         if remove_from_parent {
-            if let Some(parent) = &self.parent {
+            if let Some(parent) = self.parent.upgrade() {
                 let removed = lock(&parent.state).children.remove(&self.key());
                 drop(removed);
             }
@@ -421,6 +432,31 @@ impl CancelCtx {
             None => {
                 st.children.insert(child.key(), child.clone());
             }
+        }
+    }
+}
+
+/// Frees a subtree of uncancelled nodes iteratively: the default drop would recurse once per
+/// level of nesting, and a deep chain would overflow the stack.
+impl Drop for CancelCtx {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let mut orphans: Vec<Arc<CancelCtx>> = std::mem::take(&mut st.children).into_values().collect();
+        while let Some(child) = orphans.pop() {
+            if let Ok(mut child) = Arc::try_unwrap(child) {
+                let st = child.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+                orphans.extend(std::mem::take(&mut st.children).into_values());
+            }
+        }
+    }
+}
+
+/// Frees a chain of ancestors iteratively, for the same reason.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut next = self.parent.take();
+        while let Some(ctx) = next {
+            next = Arc::try_unwrap(ctx.node).ok().and_then(|mut node| node.parent.take());
         }
     }
 }
@@ -635,7 +671,7 @@ fn never() -> &'static Receiver<()> {
 
 /// A cancelable child of `parent`, registered with `parent`'s nearest cancelable node.
 fn cancelable_child(parent: &Context, kind: Kind, deadline: Option<Instant>) -> (Context, Arc<CancelCtx>) {
-    let cc = CancelCtx::new(parent.node.cancel.clone());
+    let cc = CancelCtx::new(parent.node.cancel.as_ref().map_or_else(Weak::new, Arc::downgrade));
     if let Some(p) = &parent.node.cancel {
         p.adopt(&cc);
     }

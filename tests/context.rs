@@ -817,3 +817,107 @@ fn timeout_cause() {
         assert_eq!(context::cause(&ctx).unwrap().downcast_ref::<ContextError>(), Some(&ContextError::Canceled));
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Memory: deep chains, forgotten cancels
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn deep_chains_drop_without_overflowing_the_stack() {
+    // The test thread's stack is 2 MiB; a recursive drop needs far more for these.
+    let mut ctx = Context::background();
+    for i in 0..100_000u32 {
+        ctx = context::with_value(&ctx, i, i);
+    }
+    assert_eq!(ctx.value::<u32>(&0u32), Some(&0));
+    drop(ctx);
+
+    let mut ctx = Context::background();
+    let mut cancels = Vec::new();
+    for i in 0..100_000u32 {
+        let (c, cancel) = context::with_cancel(&ctx);
+        ctx = if i % 2 == 0 { context::with_value(&c, i, i) } else { c };
+        cancels.push(cancel);
+    }
+    drop(ctx);
+    drop(cancels); // never cancelled: freed all the same, iteratively
+}
+
+/// Counts its drops, to see a context's values freed.
+struct Tracked(Arc<AtomicUsize>);
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// The system allocator, counting the bytes each thread has allocated and not yet freed, so a
+/// test can see a leak of memory it cannot otherwise reach (the tree's internal nodes).
+struct CountingAlloc;
+
+thread_local! {
+    static LIVE_BYTES: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    // `try_with`: the allocator also runs while a thread's locals are being torn down.
+    let _ = LIVE_BYTES.try_with(|n| n.set(n.get() + delta));
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the counting touches no allocation.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        count(-(layout.size() as isize));
+        // SAFETY: as above; `ptr` came from `System.alloc`.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Bytes this thread allocated and did not free while running `f`.
+fn leaked_by(f: impl FnOnce()) -> isize {
+    let before = LIVE_BYTES.with(|n| n.get());
+    f();
+    LIVE_BYTES.with(|n| n.get()) - before
+}
+
+#[test]
+fn forgotten_cancel_leaks_nothing_once_every_handle_is_gone() {
+    let _ = Context::background(); // its one-time allocation is not a leak
+    let tree = || {
+        let (root, _cancel_root) = context::with_cancel(&Context::background());
+        let (child, _cancel_child) = context::with_cancel(&context::with_value(&root, 1u8, 1u8));
+        let (_grandchild, _cancel_grandchild) = context::with_cancel(&child);
+        assert_eq!(root.num_children(), 1);
+        assert_eq!(child.num_children(), 1);
+    };
+    assert_eq!(leaked_by(|| (0..100).for_each(|_| tree())), 0, "an uncancelled tree outlived its handles");
+    // The same, cancelled: nothing either.
+    let cancelled = || {
+        let (root, cancel) = context::with_cancel(&Context::background());
+        let (_child, _c) = context::with_cancel(&root);
+        cancel();
+    };
+    assert_eq!(leaked_by(|| (0..100).for_each(|_| cancelled())), 0);
+}
+
+#[test]
+fn a_live_descendant_still_hears_its_dropped_ancestors_cancel() {
+    // The child's link to its parent is weak, but the child's Context keeps its ancestors
+    // alive, and the parent's CancelFunc keeps it reachable: the cancel still arrives.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (root, cancel_root) = context::with_cancel(&Context::background());
+    let (child, _c) = context::with_cancel(&context::with_value(&root, "tracked", Tracked(drops.clone())));
+    drop(root);
+    cancel_root();
+    assert_done(&child, "child of a dropped, then cancelled root", ContextError::Canceled);
+    drop((child, _c));
+    assert_eq!(drops.load(SeqCst), 1, "the value node was not freed with the child");
+}
