@@ -42,6 +42,8 @@
 //!   also cancels itself, with [`ContextError::DeadlineExceeded`], when its deadline passes;
 //! - [`with_value`] adds a node carrying one key/value pair. It is not cancelable itself: its
 //!   `done`, `err` and deadline are those of its nearest cancelable ancestor.
+//! - [`without_cancel`] adds a node that keeps its parent's values but not its cancellation
+//!   or deadline: a new root for cancellation.
 //!
 //! A cancelable node registers in its nearest cancelable ancestor's set of children. Cancelling
 //! a node cancels all its descendants, with the same error and cause, and clears its set of
@@ -129,7 +131,7 @@
 //! - Cancellation walks the subtree recursively, as Go's does: a chain of tens of thousands of
 //!   nested *cancelable* contexts could exhaust the stack of the canceller (value nodes do not
 //!   count).
-//! - Not ported (yet): `AfterFunc`, `WithoutCancel`, `WithDeadlineCause`'s nil cause.
+//! - Not ported (yet): `AfterFunc`, `WithDeadlineCause`'s nil cause.
 
 use crate::chan::{Receiver, Sender};
 use crate::time::Timer;
@@ -283,6 +285,7 @@ enum Kind {
     Todo,
     WithCancel,
     WithDeadline(Instant),
+    WithoutCancel,
     WithValue {
         key: Box<dyn Any + Send + Sync>,
         key_type: &'static str,
@@ -649,6 +652,7 @@ impl fmt::Debug for Context {
             Kind::Background => f.write_str("context.Background"),
             Kind::Todo => f.write_str("context.TODO"),
             Kind::WithCancel => f.write_str("WithCancel"),
+            Kind::WithoutCancel => f.write_str("WithoutCancel"),
             Kind::WithDeadline(d) => {
                 let now = Instant::now();
                 if *d > now {
@@ -891,6 +895,31 @@ where
     };
     let node =
         Node { kind, parent: Some(parent.clone()), cancel: parent.node.cancel.clone(), deadline: parent.deadline() };
+    Context { node: Arc::new(node) }
+}
+
+/// A child of `parent` that keeps its values but is never cancelled with it (Go 1.21's
+/// `context.WithoutCancel`): no deadline, `err()` always `None`, `done()` never closes. Its own
+/// cancelable children start a new tree.
+///
+/// For work that must outlive the request that started it (an audit write, a cache fill),
+/// still carrying the request's values.
+///
+/// ```
+/// use goro::context::{self, Context};
+///
+/// #[derive(PartialEq)]
+/// struct TraceId;
+///
+/// let (req, cancel) = context::with_cancel(&context::with_value(&Context::background(), TraceId, 42u64));
+/// let background_job = context::without_cancel(&req);
+/// cancel();
+/// assert!(req.is_done());
+/// assert!(!background_job.is_done());
+/// assert_eq!(background_job.value::<u64>(&TraceId), Some(&42));
+/// ```
+pub fn without_cancel(parent: &Context) -> Context {
+    let node = Node { kind: Kind::WithoutCancel, parent: Some(parent.clone()), cancel: None, deadline: None };
     Context { node: Arc::new(node) }
 }
 

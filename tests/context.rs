@@ -921,3 +921,31 @@ fn a_live_descendant_still_hears_its_dropped_ancestors_cancel() {
     drop((child, _c));
     assert_eq!(drops.load(SeqCst), 1, "the value node was not freed with the child");
 }
+
+// ---------------------------------------------------------------------------------------------
+// TestWithoutCancel (Go 1.21)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn without_cancel_keeps_values_and_drops_cancellation() {
+    let _w = watchdog("without_cancel_keeps_values_and_drops_cancellation", LIMIT);
+    rt(2).block_on(async {
+        let (parent, cancel) =
+            context::with_timeout(&context::with_value(&Context::background(), K1, "v"), Duration::from_secs(3600));
+        let detached = context::without_cancel(&parent);
+        assert!(format!("{detached:?}").ends_with(".WithoutCancel"), "{detached:?}");
+        assert_eq!(detached.deadline(), None);
+        assert!(detached.done().same_channel(&Context::background().done()));
+        let (child, cancel_child) = context::with_cancel(&detached);
+        assert_eq!(parent.num_children(), 0, "a child under without_cancel registered with the cancelled-from tree");
+        cancel();
+        assert_done(&parent, "parent", ContextError::Canceled);
+        assert_live(&detached, "detached");
+        assert_live(&child, "child of detached");
+        assert_eq!(detached.value::<&str>(&K1), Some(&"v"));
+        assert_eq!(child.value::<&str>(&K1), Some(&"v"));
+        cancel_child();
+        assert_done(&child, "child of detached", ContextError::Canceled);
+        assert_live(&detached, "detached after its child's cancel");
+    });
+}
