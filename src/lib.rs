@@ -61,6 +61,7 @@ pub mod sync {
     };
 }
 
+pub mod context;
 pub mod time;
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
