@@ -46,10 +46,7 @@
 //!     stores `i` (an existing key), the rest load. Checked: 1_800_000 loads, all hits with
 //!     `value % 1024 == key`, and 200_000 stores. Unit: one op.
 //!
-//! goro::sync::Map is being written on another branch: its `BenchMap` impl and rows sit in the
-//! module [`goro_map`], compiled only with `--cfg goro_map` (declared in the workspace's
-//! check-cfg) until it merges; without it the map groups have the peer rows only. See the
-//! `TODO(map)` there for the one edit that turns them on.
+//! goro::sync::Map's `BenchMap` impl and rows sit in the module [`goro_map`].
 //!
 //! Criterion reports the time of one whole run (W11–W14: its timed part) and the throughput in
 //! elements (= units) per second; ns per unit = 1e9 / thrpt, or `median` of
@@ -503,12 +500,6 @@ impl MapWorkload for Mixed9010 {
 }
 
 /// goro::sync::Map's rows.
-///
-/// TODO(map): enable. Once `goro::sync::Map` has merged (and is re-exported from `goro::sync`),
-/// delete the `#[cfg(goro_map)]` line below and the whole `#[cfg(not(goro_map))]` module after
-/// it (and `'cfg(goro_map)'` from the workspace's check-cfg). Until then `--cfg goro_map` (e.g.
-/// `RUSTFLAGS="--cfg goro_map"`) builds them against a branch that has the Map.
-#[cfg(goro_map)]
 mod goro_map {
     use super::*;
 
@@ -531,14 +522,6 @@ mod goro_map {
     pub(super) fn row<W: MapWorkload>(g: &mut BenchmarkGroup<'_, WallTime>, rts: &Runtimes) {
         super::row::<Goro, _>(g, "goro", rts, map_run::<Goro, goro::sync::Map<u64, u64>, W>);
     }
-}
-
-/// Stands in for the module above until goro::sync::Map merges: no `goro` map rows.
-#[cfg(not(goro_map))]
-mod goro_map {
-    use super::*;
-
-    pub(super) fn row<W: MapWorkload>(_: &mut BenchmarkGroup<'_, WallTime>, _: &Runtimes) {}
 }
 
 // ---- harness ----

@@ -359,6 +359,8 @@ impl AcquireOp {
             goro_runtime::set_wait_reason(reason);
             return Poll::Pending;
         }
+        // A yield point, before the first try (nothing is held yet).
+        std::task::ready!(goro_runtime::coop::poll_proceed(cx));
         if sem.try_take(k) {
             return Poll::Ready(());
         }

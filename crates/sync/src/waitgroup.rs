@@ -330,6 +330,8 @@ impl Future for Wait<'_> {
             goro_runtime::set_wait_reason(WaitReason::SyncWaitGroupWait);
             return Poll::Pending;
         }
+        // A yield point, before looking at the counter.
+        std::task::ready!(goro_runtime::coop::poll_proceed(cx));
         if counter(this.wg.state.load(Acquire)) == 0 {
             return Poll::Ready(());
         }

@@ -9,8 +9,8 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-mod mutex;
 mod map;
+mod mutex;
 mod rwmutex;
 mod semaphore;
 mod waitgroup;

@@ -413,6 +413,8 @@ impl LockOp {
     #[inline]
     pub(crate) unsafe fn poll(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
         if !self.queued {
+            // A yield point: if sysmon asked this G to yield, do so before trying the lock.
+            std::task::ready!(goro_runtime::coop::poll_proceed(cx));
             // Go's fast path: grab an unlocked mutex.
             if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
                 return Poll::Ready(());
