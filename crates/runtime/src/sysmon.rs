@@ -7,11 +7,14 @@
 //!   work, or for 10 ms), is taken (CAS `P_SYSCALL` → `P_IDLE`) and handed to another M;
 //! - **asks long-running Gs to yield**: a P that has run the same time slice for 10 ms gets its
 //!   `preempt` flag set, which goro's yield points honour (see `coop`);
-//! - **hands off Ps stuck in a poll** (`detach`): a P whose M has been inside one poll for a
-//!   time slice and one more round (the G called something that blocks the thread, outside
-//!   `goro::syscall`) is replaced by a spare P slot, which gets its queued Gs and an M. The
-//!   stuck M keeps the old P until its poll returns, then turns it into a spare, and reports
-//!   the G on stderr once per spawn location. `Builder::handoff_blocked(false)` turns this off;
+//! - **hands off Ps stuck in a blocked poll** (`detach`): a P whose M has been inside one poll
+//!   for two time slices, asleep in the kernel (the G called something that blocks the thread,
+//!   outside `goro::syscall`), is replaced by a spare P slot, which gets its queued Gs and an
+//!   M. The stuck M keeps the old P until its poll returns, then turns it into a spare, and
+//!   reports the G on stderr once per spawn location. A poll that is *computing* (a loop with
+//!   no yield point) is not handed off: another thread would only compete for the same CPUs;
+//!   it keeps its P until it yields, as Go's goroutines did before asynchronous preemption.
+//!   `Builder::handoff_blocked(false)` turns the hand-off off;
 //! - **polls the network** if nobody has for 10 ms while Gs wait on I/O, and starts an M if a
 //!   timer is overdue while a P is idle;
 //! - prints the `GORO_DEBUG=schedtrace=N` line every N ms.
@@ -58,8 +61,8 @@ struct Seen {
     pollwhen: Instant,
     syscalltick: u64,
     syscallwhen: Instant,
-    /// When the stuck poll's thread was first looked at, and how long it had waited for a CPU
-    /// by then (Linux's schedstat), to tell a blocked thread from a descheduled one.
+    /// When the stuck poll's thread was first looked at, and how long it had run or waited for
+    /// a CPU by then (Linux's schedstat), to tell a blocked thread from a busy one.
     stat: Option<(Instant, u64)>,
 }
 
@@ -211,11 +214,11 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     let stuck = now - s.pollwhen;
                     let tid = pp.tid.load(Relaxed);
                     if stuck >= TIME_SLICE / 2 && s.stat.is_none() {
-                        s.stat = Some((now, schedstat_wait(tid).unwrap_or(0)));
+                        s.stat = Some((now, schedstat_busy(tid).unwrap_or(0)));
                     }
                     if stuck >= BLOCKED_POLL
                         && s.preempted
-                        && !descheduled(s, tid, now)
+                        && blocked(s, tid, now)
                         && detach(sh, i, polls, sh.nanos_at(s.pollwhen))
                     {
                         acted = true;
@@ -239,37 +242,41 @@ pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
     true
 }
 
-/// Whether the thread of a poll that has not returned for [`BLOCKED_POLL`] has spent most of
-/// the time since the first look (at half a time slice) waiting for a CPU: a loaded machine,
-/// not a G that blocks or hogs its thread, so its P is not handed off (the baseline moves on,
-/// and the question comes up again next round). Reads Linux's
-/// `/proc/self/task/<tid>/schedstat`; where there is none, answers `false`.
-fn descheduled(s: &mut Seen, tid: u32, now: Instant) -> bool {
-    let Some((t0, w0)) = s.stat else {
-        s.stat = Some((now, schedstat_wait(tid).unwrap_or(0)));
-        return true;
+/// Whether the thread of a poll that has not returned for [`BLOCKED_POLL`] is *blocked*
+/// (asleep in the kernel: a blocking call), the case the hand-off is for. Linux's
+/// `/proc/self/task/<tid>/schedstat` says how long the thread has run and waited for a CPU
+/// since the first look (at half a time slice): if running and waiting together fill most of
+/// that time, the thread is computing (a hog: handing its P off would only add a thread
+/// competing for the CPUs; it yields at its next yield point) or merely descheduled (a loaded
+/// machine), and it is left alone, with a new baseline for the next round. Where there is no
+/// schedstat, every stuck poll counts as blocked.
+fn blocked(s: &mut Seen, tid: u32, now: Instant) -> bool {
+    let Some((t0, cpu0)) = s.stat else {
+        s.stat = Some((now, schedstat_busy(tid).unwrap_or(0)));
+        return false;
     };
-    let Some(w1) = schedstat_wait(tid) else { return false };
+    let Some(cpu1) = schedstat_busy(tid) else { return true };
     let wall = now.saturating_duration_since(t0).as_nanos() as u64;
-    if w1.saturating_sub(w0) * 2 > wall {
-        s.stat = Some((now, w1));
-        return true;
+    if cpu1.saturating_sub(cpu0) * 2 > wall {
+        s.stat = Some((now, cpu1));
+        return false;
     }
-    false
+    true
 }
 
-/// Nanoseconds thread `tid` of this process has spent waiting on a run queue (schedstat's
-/// second field), if the kernel says.
-fn schedstat_wait(tid: u32) -> Option<u64> {
+/// Nanoseconds thread `tid` of this process has spent running plus waiting on a run queue
+/// (schedstat's first two fields): the time it was not asleep.
+fn schedstat_busy(tid: u32) -> Option<u64> {
     if tid == 0 {
         return None;
     }
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    s.split_whitespace().nth(1)?.parse().ok()
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some(f.next()??.saturating_add(f.next()??))
 }
 
 /// The calling thread's kernel id on Linux (0 elsewhere), cached per thread: Ms publish it in
-/// their P for [`descheduled`].
+/// their P for [`blocked`].
 pub(crate) fn current_tid() -> u32 {
     #[cfg(not(loom))]
     {
