@@ -47,6 +47,9 @@ WORKLOADS = [
     ("W12", "sync", "W12_map_load_misses", "w12_map_load_misses", 2 * 1_000_000, MAP_SYSTEMS),
     ("W13", "sync", "W13_map_load_or_store_balanced", "w13_map_load_or_store_balanced", 2 * 500_000, MAP_SYSTEMS),
     ("W14", "sync", "W14_map_mixed_90_10", "w14_map_mixed", 2 * 1_000_000, MAP_SYSTEMS),
+    # W15's unit is (elapsed - 1 ms) / 100_000: benches/runtime.rs subtracts the 1 ms sleep from
+    # each run before criterion sees it, benches/go/w15_timers from each run before the median.
+    ("W15", "runtime", "W15_timers", "w15_timers", 100_000, ["goro", "tokio"]),
 ]
 
 
@@ -153,6 +156,8 @@ def main():
               "tokio_mpsc's W6/W7 consumers share the receiver behind a tokio Mutex.")
     if any(w[0] == "W10" for w in wls):
         print("W10 parking_lot: a blocking parking_lot::Mutex taken by tasks on the 2-worker tokio runtime.")
+    if any(w[0] == "W15" for w in wls):
+        print("W15: each run's elapsed time less the 1 ms sleep, / 100_000, on every system (subtracted per run).")
     if any(w[0] in ("W11", "W12", "W13", "W14") for w in wls):
         print("W11-W14: dashmap and rwlock_hashmap (std::sync::RwLock<HashMap>) run on tokio; their load_or_store "
               "looks under the read lock first; only the Gs' work is timed (preload untimed), on Go too.")

@@ -1,14 +1,17 @@
-//! Scheduler benchmarks W1–W3 of BENCHMARKS.md, goro against tokio.
+//! Scheduler benchmarks W1–W3 and W15 (timers) of BENCHMARKS.md, goro against tokio.
 //!
-//! Each workload is written once, generic over [`Exec`] (spawn + yield), so both systems run the
-//! exact same code and the same completion mechanism ([`Signal`]). Every system runs the
+//! Each workload is written once, generic over [`Exec`] (spawn, yield, sleep), so both systems
+//! run the exact same code and the same completion mechanism ([`Signal`]). Every system runs the
 //! workload's main as a task on its own 2-worker runtime, and the time is taken inside that main
 //! task (as Go's programs in `benches/go` take it inside the main goroutine). Runtimes are built
 //! once, lazily, outside the measurement.
 //!
 //! Criterion reports the time of one whole run and the throughput in elements (= units) per
 //! second; ns per unit = 1e9 / thrpt, or `median` of `target/criterion/<group>/<system>/new/
-//! estimates.json` divided by the unit count.
+//! estimates.json` divided by the unit count. For W15 the "time of one run" is already the
+//! run's elapsed time less the 1 ms every G must sleep (BENCHMARKS.md's unit), subtracted run by
+//! run inside [`timed`], exactly as `benches/go/w15_timers` does; so W15's numbers are not wall
+//! times, and its throughput figure is not units per wall-clock second.
 //!
 //! `cargo bench --bench runtime -- tokio` runs only the tokio rows, `-- goro` only goro's.
 
@@ -27,15 +30,19 @@ const SPAWNS: usize = 100_000;
 /// W3: Gs, and yields per G.
 const YIELD_TASKS: usize = 200;
 const YIELDS: usize = 1_000;
+/// W15: Gs, and how long each sleeps.
+const TIMER_GS: usize = 100_000;
+const TIMER_SLEEP: Duration = Duration::from_millis(1);
 
 #[path = "common/signal.rs"]
 mod signal;
 use signal::Signal;
 
-/// What a workload needs from a runtime: spawn a detached task from inside it, and yield.
+/// What a workload needs from a runtime: spawn a detached task from inside it, yield, sleep.
 trait Exec: 'static {
     fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
     fn yield_now() -> impl Future<Output = ()> + Send;
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
 }
 
 struct Tokio;
@@ -46,6 +53,9 @@ impl Exec for Tokio {
     fn yield_now() -> impl Future<Output = ()> + Send {
         tokio::task::yield_now()
     }
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
 }
 
 struct Goro;
@@ -55,6 +65,9 @@ impl Exec for Goro {
     }
     fn yield_now() -> impl Future<Output = ()> + Send {
         goro::yield_now()
+    }
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        goro::time::sleep(d)
     }
 }
 
@@ -82,6 +95,12 @@ trait Workload: 'static {
     const NAME: &'static str;
     /// Units of work in one run (the `Throughput` unit).
     const UNITS: usize;
+    /// Time every run must spend whatever the runtime (W15's 1 ms sleep), subtracted from each
+    /// run's elapsed time.
+    const FLOOR: Duration = Duration::ZERO;
+    /// Whether the workload uses timers (tokio then needs its time driver: its own runtime, so
+    /// the other rows run on a tokio without one, as before).
+    const TIMERS: bool = false;
     /// One run, on the runtime behind `E`, from inside its main task.
     fn run<E: Exec>() -> impl Future<Output = ()> + Send;
 }
@@ -145,14 +164,38 @@ impl Workload for YieldMany {
     }
 }
 
+/// W15 timers: main spawns 100_000 tasks that each sleep 1 ms, then count themselves; main
+/// waits for the last. Unit: one task, timed as (elapsed − 1 ms) / 100_000.
+struct Timers;
+impl Workload for Timers {
+    const NAME: &'static str = "W15_timers";
+    const UNITS: usize = TIMER_GS;
+    const FLOOR: Duration = TIMER_SLEEP;
+    const TIMERS: bool = true;
+    async fn run<E: Exec>() {
+        let c = Counter::new(TIMER_GS);
+        for _ in 0..TIMER_GS {
+            let c = c.clone();
+            E::spawn(async move {
+                E::sleep(TIMER_SLEEP).await;
+                c.add_one();
+            });
+        }
+        c.done.wait().await;
+        assert_eq!(c.count.load(Ordering::Acquire), TIMER_GS, "W15: a task did not finish");
+    }
+}
+
 /// Runs `iters` runs of `W` back to back inside the calling (main) task and returns their total
-/// time.
+/// time, less `W::FLOOR` per run.
 async fn timed<W: Workload, E: Exec>(iters: u64) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let start = Instant::now();
         W::run::<E>().await;
-        total += start.elapsed();
+        let elapsed = start.elapsed();
+        assert!(elapsed >= W::FLOOR, "{}: a run took {elapsed:?}, less than {:?}", W::NAME, W::FLOOR);
+        total += elapsed - W::FLOOR;
     }
     total
 }
@@ -161,6 +204,7 @@ async fn timed<W: Workload, E: Exec>(iters: u64) -> Duration {
 #[derive(Default)]
 struct Runtimes {
     tokio: OnceCell<tokio::runtime::Runtime>,
+    tokio_time: OnceCell<tokio::runtime::Runtime>,
     goro: OnceCell<goro::Runtime>,
 }
 
@@ -168,6 +212,14 @@ impl Runtimes {
     fn tokio(&self) -> &tokio::runtime::Runtime {
         self.tokio.get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).build().expect("tokio runtime")
+        })
+    }
+
+    /// The same with tokio's time driver, for W15.
+    fn tokio_time(&self) -> &tokio::runtime::Runtime {
+        self.tokio_time.get_or_init(|| {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(WORKERS).enable_time().build().expect("tokio runtime")
         })
     }
 
@@ -189,7 +241,7 @@ fn group<W: Workload>(c: &mut Criterion, rts: &Runtimes) {
     g.bench_function("tokio", |b| {
         b.iter_custom(|iters| {
             // The workload's main is a task on the runtime, not the block_on thread.
-            let rt = rts.tokio();
+            let rt = if W::TIMERS { rts.tokio_time() } else { rts.tokio() };
             rt.block_on(rt.spawn(timed::<W, Tokio>(iters))).unwrap()
         })
     });
@@ -205,6 +257,7 @@ fn benches(c: &mut Criterion) {
     group::<SpawnMany>(c, &rts);
     group::<ChainedSpawn>(c, &rts);
     group::<YieldMany>(c, &rts);
+    group::<Timers>(c, &rts);
 }
 
 criterion_group!(runtime, benches);

@@ -68,8 +68,9 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 pub struct Sleep {
     /// `None`: further than the clock can represent (never fires).
     deadline: Option<Instant>,
-    /// Made on the first poll that has to wait.
-    timer: Option<StdArc<TimerCore>>,
+    /// Made on the first poll that has to wait, with the runtime whose heap it is armed on
+    /// (the future may be dropped or reset on another runtime's thread).
+    timer: Option<(StdArc<TimerCore>, StdArc<Shared>)>,
 }
 
 impl Sleep {
@@ -97,8 +98,8 @@ impl Sleep {
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
         let this = self.get_mut();
         this.deadline = Some(deadline);
-        if let Some(t) = this.timer.take() {
-            context::with(|ctx| t.stop(ctx.map(|c| &*c.shared)));
+        if let Some((t, sh)) = this.timer.take() {
+            t.stop(Some(&sh));
         }
     }
 }
@@ -108,7 +109,7 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if let Some(t) = &this.timer {
+        if let Some((t, _)) = &this.timer {
             // Armed on an earlier poll: still armed means not fired yet.
             return if t.set_waker(cx.waker()) { Poll::Pending } else { Poll::Ready(()) };
         }
@@ -118,7 +119,7 @@ impl Future for Sleep {
         let sh = current("goro::time::sleep");
         let t = StdArc::new(TimerCore::new(Action::Wake(Some(cx.waker().clone()))));
         t.arm(&sh, nanos(&sh, this.deadline), 0);
-        this.timer = Some(t);
+        this.timer = Some((t, sh));
         crate::set_wait_reason(crate::WaitReason::Sleep);
         Poll::Pending
     }
@@ -126,8 +127,8 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(t) = self.timer.take() {
-            context::with(|ctx| t.stop(ctx.map(|c| &*c.shared)));
+        if let Some((t, sh)) = self.timer.take() {
+            t.stop(Some(&sh));
         }
     }
 }

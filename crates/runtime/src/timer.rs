@@ -109,6 +109,15 @@ impl TimerHeap {
         self.heap.lock().len()
     }
 
+    /// The deadlines of the live entries, the number of stale entries, and the `stale` count
+    /// (which should equal it): what the loom models check after their threads are joined.
+    #[cfg(all(test, loom))]
+    pub(crate) fn census(&self) -> (Vec<Nanos>, usize, usize) {
+        let heap = self.heap.lock();
+        let live: Vec<Nanos> = heap.iter().filter(|e| e.is_live()).map(|e| e.when).collect();
+        (live.clone(), heap.len() - live.len(), self.stale.load(Relaxed))
+    }
+
     /// Drops every entry (runtime shutdown: breaks the timer → runtime → heap cycle).
     pub(crate) fn clear(&self) -> usize {
         let entries = std::mem::take(&mut *self.heap.lock());
@@ -158,10 +167,12 @@ impl TimerCore {
             return false;
         }
         st.armed = false;
-        self.gen.store(self.gen.load(Relaxed) + 1, Release);
+        // Counted before the entry turns stale (the `gen` store): an M that then sees it stale
+        // and uncounts it must find the count there (as in `arm`).
         if let Some(sh) = sh {
             sh.ps[st.heap].timers.stale.fetch_add(1, Relaxed);
         }
+        self.gen.store(self.gen.load(Relaxed) + 1, Release);
         true
     }
 
@@ -191,7 +202,10 @@ impl TimerCore {
     fn fire(self: &StdArc<Self>, sh: &Shared, p: usize, gen: u64, now: Nanos) {
         let mut st = self.state.lock();
         if !st.armed || self.gen.load(Relaxed) != gen {
-            return; // stopped or re-armed after the entry was popped
+            // Stopped or re-armed after the entry was popped live: that stop or arm counted the
+            // entry as stale in heap `p` (where the live entry was), and it has left the heap.
+            let _ = sh.ps[p].timers.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+            return;
         }
         if let Some(behind) = now.saturating_sub(st.when).checked_div(st.period) {
             // A ticker. Go's catch-up: the next deadline is the first period boundary after now.
@@ -216,8 +230,8 @@ impl TimerCore {
             Action::Call(f) => {
                 if !f() && st.period > 0 && st.armed {
                     st.armed = false;
-                    self.gen.store(self.gen.load(Relaxed) + 1, Release);
                     sh.ps[p].timers.stale.fetch_add(1, Relaxed);
+                    self.gen.store(self.gen.load(Relaxed) + 1, Release);
                 }
             }
         }

@@ -14,6 +14,8 @@
 //!   dropped exactly once, join wakers fire, and the G's memory is freed.
 //! - [`park`]: the M's parker and the thread waker behind `JoinHandle::join`: no lost wake-up.
 //! - [`sched`]: the whole runtime (`Builder::build`, `block_on`, `go`, drop) end to end.
+//! - [`timer`]: the timer core: stop, re-arm and a sleeping G's new waker racing the firing,
+//!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns.
 //!
 //! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours).
@@ -22,6 +24,7 @@ mod g;
 mod park;
 mod runq;
 mod sched;
+mod timer;
 
 /// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
 const DEFAULT_PREEMPTIONS: usize = 2;

@@ -1,0 +1,251 @@
+//! Models of the timer core: [`TimerCore::arm`]/[`stop`](TimerCore::stop)/
+//! [`set_waker`](TimerCore::set_waker) racing [`timer::run_timers`] on other threads.
+//!
+//! There is no clock: each "M" thread runs a heap with an explicit `now`, as `check_timers`
+//! would after reading the clock. The runtime has no M of its own (every P is taken, as in the
+//! [`g`](super::g) models), so `wake_netpoller`'s `wakep` starts no thread; arming from these
+//! threads (no P) pushes onto P0's heap, which is the one the models run.
+//!
+//! What the models check, besides loom's own checks (no deadlock between a timer's lock and
+//! its heap's lock, no data race):
+//! - a one-shot arming fires at most once, and exactly one of {`stop` returned true, the
+//!   action ran} holds; once `stop` or a re-arm has returned, the old arming never runs its
+//!   action (Go 1.23's guarantee), and `stop`/`arm` return whether it was still pending;
+//! - a periodic timer has exactly one live heap entry while armed, its catch-up skips missed
+//!   periods rather than firing once per period, and an action returning `false` stops it;
+//! - the waker of a sleeping G set while the timer fires is either the one woken, or
+//!   `set_waker` reports that the timer already fired (no lost wake-up);
+//! - the heap's count of stale entries is exact once the threads are joined (an overcount
+//!   would make every push rebuild a small heap).
+
+use super::g::shared;
+use super::model;
+use crate::sched::Shared;
+use crate::timer::{self, Action, Nanos, TimerCore};
+use loom::sync::atomic::AtomicUsize;
+use loom::sync::Arc;
+use loom::thread;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc as StdArc;
+use std::task::{Wake, Waker};
+
+/// A timer whose action counts its runs and returns `keep_going` (for a periodic timer,
+/// `false` stops it: a ticker whose receiver is gone).
+fn counting(runs: &Arc<AtomicUsize>, keep_going: bool) -> StdArc<TimerCore> {
+    let r = runs.clone();
+    StdArc::new(TimerCore::new(Action::Call(Box::new(move || {
+        r.fetch_add(1, SeqCst);
+        keep_going
+    }))))
+}
+
+/// An M running P0's heap at `now`, on a thread of its own.
+fn m(sh: &StdArc<Shared>, now: Nanos) -> thread::JoinHandle<usize> {
+    let sh = sh.clone();
+    thread::spawn(move || timer::run_timers(&sh, 0, now))
+}
+
+/// Once every thread is joined: the deadlines of P0's live entries, after checking that the
+/// heap's stale count matches its stale entries.
+fn census(sh: &Shared) -> Vec<Nanos> {
+    let (live, stale_entries, stale_count) = sh.ps[0].timers.census();
+    assert_eq!(stale_count, stale_entries, "the heap's count of stale entries is off");
+    live
+}
+
+/// Stop racing the firing of a one-shot: exactly one of {stop returned true, the action ran};
+/// stop returning false means the action has run to completion already; nothing fires later.
+#[test]
+fn loom_timer_stop_racing_fire() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        assert!(!t.arm(&sh, 10, 0), "a new timer was not armed");
+        let m = m(&sh, 10);
+        let stopped = t.stop(Some(&sh));
+        let runs_at_stop = runs.load(SeqCst);
+        let fired = m.join().unwrap();
+        let ran = runs.load(SeqCst);
+        assert_eq!(ran + usize::from(stopped), 1, "stopped: {stopped}, action runs: {ran}");
+        assert_eq!(runs_at_stop, ran, "the action ran after stop returned");
+        // `run_timers` also counts an entry it popped live that the stop cancelled before the
+        // firing took the timer's lock: an upper bound.
+        assert!(fired >= ran && fired <= 1, "run_timers reported {fired} firings, the action ran {ran} times");
+        assert!(!t.is_armed());
+        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+        assert_eq!(runs.load(SeqCst), ran);
+        assert!(census(&sh).is_empty());
+    });
+}
+
+/// Re-arming to a later deadline racing the firing of the first arming: `arm` returns whether
+/// the first arming was still pending, the first arming never fires once `arm` has returned,
+/// and the second fires once, at its own deadline.
+#[test]
+fn loom_timer_rearm_racing_fire() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        t.arm(&sh, 10, 0);
+        let m = m(&sh, 10);
+        let was = t.arm(&sh, 20, 0);
+        let runs_at_rearm = runs.load(SeqCst);
+        let fired = m.join().unwrap();
+        assert_eq!(was, runs_at_rearm == 0, "arm's result disagrees with the first arming's fate");
+        assert_eq!(runs.load(SeqCst), runs_at_rearm, "the first arming fired after arm returned");
+        assert!(fired >= runs_at_rearm && fired <= 1);
+        assert_eq!(timer::run_timers(&sh, 0, 19), 0, "fired before the new deadline");
+        assert_eq!(census(&sh), [20]);
+        assert_eq!(timer::run_timers(&sh, 0, 20), 1);
+        assert_eq!(runs.load(SeqCst), runs_at_rearm + 1);
+        assert!(census(&sh).is_empty());
+    });
+}
+
+/// Re-arming to an earlier deadline (one the racing M may already run) while the first arming
+/// fires: each arming fires at most once, the first one only if `arm` found it already fired.
+#[test]
+fn loom_timer_rearm_earlier_racing_fire() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        t.arm(&sh, 10, 0);
+        let m = m(&sh, 10);
+        let was = t.arm(&sh, 5, 0);
+        m.join().unwrap();
+        timer::run_timers(&sh, 0, 1_000);
+        assert_eq!(runs.load(SeqCst), usize::from(!was) + 1, "was pending: {was}");
+        assert!(!t.is_armed());
+        assert!(census(&sh).is_empty());
+    });
+}
+
+/// Two Ms run the same heap at once (the owner and a thief) while a third thread stops one of
+/// its two timers: each arming fires at most once, the other timer exactly once.
+#[test]
+fn loom_timer_two_ms_one_heap() {
+    model(|| {
+        let sh = shared();
+        let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (t1, t2) = (counting(&r1, true), counting(&r2, true));
+        t1.arm(&sh, 5, 0);
+        t2.arm(&sh, 10, 0);
+        let (a, b) = (m(&sh, 10), m(&sh, 10));
+        let stopped = t2.stop(Some(&sh));
+        let fired = a.join().unwrap() + b.join().unwrap();
+        let (n1, n2) = (r1.load(SeqCst), r2.load(SeqCst));
+        assert_eq!(n1, 1, "t1 fired {n1} times");
+        assert_eq!(n2 + usize::from(stopped), 1, "t2: stopped {stopped}, fired {n2} times");
+        assert!(fired >= n1 + n2 && fired <= 2);
+        assert!(census(&sh).is_empty());
+    });
+}
+
+/// A ticker (period 10 from 10) run by two Ms at now = 10 and now = 25 while it is stopped: a
+/// ticker is always armed, so stop returns true, and no tick follows its return.
+#[test]
+fn loom_timer_periodic_stop() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        t.arm(&sh, 10, 10);
+        let (a, b) = (m(&sh, 10), m(&sh, 25));
+        let stopped = t.stop(Some(&sh));
+        let runs_at_stop = runs.load(SeqCst);
+        a.join().unwrap();
+        b.join().unwrap();
+        assert!(stopped, "stop of a ticker returned false");
+        assert_eq!(runs.load(SeqCst), runs_at_stop, "a tick after stop returned");
+        assert!(runs_at_stop <= 2);
+        assert!(census(&sh).is_empty(), "a stopped ticker left a live entry");
+        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+    });
+}
+
+/// A ticker run by two Ms at once, never stopped: exactly one live entry afterwards, on a
+/// period boundary after the firings; a long gap then costs one tick, not one per period
+/// missed (Go's catch-up).
+#[test]
+fn loom_timer_periodic_two_ms() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        t.arm(&sh, 10, 10);
+        let (a, b) = (m(&sh, 10), m(&sh, 25));
+        let fired = a.join().unwrap() + b.join().unwrap();
+        let n = runs.load(SeqCst);
+        assert_eq!(fired, n, "nothing cancels a firing here");
+        let live = census(&sh);
+        assert_eq!(live.len(), 1, "a ticker must have exactly one live entry: {live:?}");
+        match n {
+            1 => assert!(live[0] == 20 || live[0] == 30, "next tick at {}", live[0]),
+            2 => assert_eq!(live[0], 30, "next tick at {}", live[0]),
+            _ => panic!("{n} ticks from firings at 10 and 25"),
+        }
+        assert_eq!(timer::run_timers(&sh, 0, 1_005), 1, "a missed period fired on its own");
+        assert_eq!(census(&sh), [1_010]);
+        assert!(t.stop(Some(&sh)));
+    });
+}
+
+/// A ticker whose action returns false (a `tick` whose receiver is gone) stops itself at its
+/// first tick, racing two Ms and an explicit stop: it ticks at most once, and stop returns
+/// true exactly when it came first.
+#[test]
+fn loom_timer_periodic_self_stop() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, false);
+        t.arm(&sh, 10, 10);
+        let (a, b) = (m(&sh, 10), m(&sh, 25));
+        let stopped = t.stop(Some(&sh));
+        let runs_at_stop = runs.load(SeqCst);
+        a.join().unwrap();
+        b.join().unwrap();
+        let n = runs.load(SeqCst);
+        assert_eq!(n, runs_at_stop, "a tick after stop returned");
+        assert_eq!(n + usize::from(stopped), 1, "stopped: {stopped}, ticks: {n}");
+        assert!(!t.is_armed());
+        assert!(census(&sh).is_empty());
+        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+    });
+}
+
+/// Counts its wakes.
+struct CountWake(Arc<AtomicUsize>);
+impl Wake for CountWake {
+    fn wake(self: StdArc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A sleeping G polled again (`Sleep::poll` replacing its waker) while its timer fires: either
+/// `set_waker` returns true and the new waker is woken, or it returns false (the sleep is over)
+/// and the old waker was woken. Never neither (a lost wake-up), never both.
+#[test]
+fn loom_timer_waker_racing_fire() {
+    model(|| {
+        let sh = shared();
+        let (w1, w2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let old = Waker::from(StdArc::new(CountWake(w1.clone())));
+        let new = Waker::from(StdArc::new(CountWake(w2.clone())));
+        let t = StdArc::new(TimerCore::new(Action::Wake(Some(old))));
+        t.arm(&sh, 10, 0);
+        let m = m(&sh, 10);
+        let pending = t.set_waker(&new);
+        assert_eq!(m.join().unwrap(), 1);
+        let (n1, n2) = (w1.load(SeqCst), w2.load(SeqCst));
+        if pending {
+            assert_eq!((n1, n2), (0, 1), "set_waker returned true but the new waker was not the one woken");
+        } else {
+            assert_eq!((n1, n2), (1, 0), "set_waker returned false but the old waker was not woken");
+        }
+        assert!(census(&sh).is_empty());
+    });
+}
