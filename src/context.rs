@@ -846,7 +846,8 @@ fn deadline_child(parent: &Context, deadline: Instant, cause: Option<Cause>) -> 
         crate::time::after_func(deadline - now, move || {
             let node = lock(&link).take();
             if let Some(node) = node {
-                node.cancel(true, ContextError::DeadlineExceeded, cause);
+                // `link` is emptied by the first firing: this runs once.
+                node.cancel(true, ContextError::DeadlineExceeded, cause.clone());
             }
         })
     };

@@ -70,6 +70,14 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
     c
 }
 
+/// A timer's channel: room for one value, and never closed (Go's timer channels are not:
+/// a receive after the timer is gone waits, it does not return `None`).
+fn timer_channel() -> (Sender<Instant>, Receiver<Instant>) {
+    let (tx, rx) = crate::chan(1);
+    tx.keep_open();
+    (tx, rx)
+}
+
 /// The callback of a channel timer: a non-blocking send of the time (Go's `sendTime`); `false`
 /// once no receiver is left (a detached ticker then stops).
 fn send_time(tx: Sender<Instant>) -> impl FnMut() -> bool + Send + 'static {
@@ -104,7 +112,7 @@ impl Timer {
     /// # Panics
     /// Outside a goro runtime.
     pub fn new(d: Duration) -> Timer {
-        let (tx, c) = crate::chan(1);
+        let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
         raw.reset(Instant::now().checked_add(d), None);
         Timer { c, raw, _never: None }
@@ -166,8 +174,10 @@ impl fmt::Debug for Timer {
 }
 
 /// Calls `f` in its own G after `d` (Go's `time.AfterFunc`). The returned timer's
-/// [`stop`](Timer::stop) keeps `f` from running if it has not started; its `c` never receives
-/// (a receive on it waits forever, as on Go's nil `C`).
+/// [`stop`](Timer::stop) keeps `f` from running if it has not started, and
+/// [`reset`](Timer::reset) schedules it again, even after it ran (so a debounce ports as is:
+/// `f` is `Fn`, not `FnOnce`). Its `c` never receives (a receive on it waits forever, as on
+/// Go's nil `C`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -181,14 +191,13 @@ impl fmt::Debug for Timer {
 /// ```
 pub fn after_func<F>(d: Duration, f: F) -> Timer
 where
-    F: FnOnce() + Send + 'static,
+    F: Fn() + Send + Sync + 'static,
 {
-    let mut f = Some(f);
+    let f = std::sync::Arc::new(f);
     let (never, c) = crate::chan(0);
     let raw = RawTimer::new(move || {
-        if let Some(f) = f.take() {
-            drop(crate::go(async move { f() }));
-        }
+        let f = f.clone();
+        drop(crate::go(async move { f() }));
         true
     });
     raw.reset(Instant::now().checked_add(d), None);
@@ -224,7 +233,7 @@ impl Ticker {
     /// runtime.
     pub fn new(d: Duration) -> Ticker {
         assert!(!d.is_zero(), "goro: non-positive interval for Ticker::new");
-        let (tx, c) = crate::chan(1);
+        let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
         raw.reset(Instant::now().checked_add(d), Some(d));
         Ticker { c, raw }

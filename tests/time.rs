@@ -377,7 +377,6 @@ fn overflowing_durations_never_fire() {
 /// so the channel reads as closed and a second receive returns `None` at once: such a loop
 /// spins on the timeout case.
 #[test]
-#[ignore = "known deviation: after()'s channel closes after its one value (Go's blocks forever); see the time-tests report"]
 fn after_channel_does_not_close_after_firing() {
     let _w = watchdog("after_channel_does_not_close_after_firing", LIMIT);
     rt(2).block_on(async {
@@ -593,7 +592,7 @@ fn after_func_runs_f_in_its_own_g() {
                 if left == 0 {
                     done.try_send(10).unwrap();
                 } else {
-                    link(left - 1, k, done);
+                    link(left - 1, k.clone(), done.clone());
                 }
             });
             keep.lock().unwrap().push(t);
@@ -1137,4 +1136,18 @@ fn timers_outside_a_runtime_panic_naming_goro_run() {
         let msg = panic_message(&*p);
         assert!(msg.contains("goro::run"), "{what}: unclear panic message: {msg}");
     }
+}
+
+/// Go's debounce: `reset` of an `after_func` timer that already ran schedules `f` again.
+#[test]
+fn after_func_reset_after_it_ran_runs_f_again() {
+    let _w = watchdog("after_func_reset_after_it_ran_runs_f_again", LIMIT);
+    rt(2).block_on(async {
+        let (tx, rx) = goro::chan::<u32>(4);
+        let t = after_func(Duration::from_millis(1), move || tx.try_send(1).unwrap());
+        assert_eq!(recv_within(&rx, SLACK, "first run").await, 1);
+        assert!(!t.reset(Duration::from_millis(1)), "it had fired");
+        assert_eq!(recv_within(&rx, SLACK, "second run").await, 1);
+        assert!(t.stop() || rx.try_recv().is_err());
+    });
 }

@@ -103,6 +103,16 @@ impl<T> Sender<T> {
         goro_runtime::block_on_thread(self.send(value))
     }
 
+    /// Makes the channel never close by its senders going away (an explicit `close` still
+    /// closes it): for channels whose sender is an implementation detail, such as a timer's
+    /// (Go's timer channels are never closed). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn keep_open(&self) {
+        // A sender count that no handle will ever give back: the last real sender's drop does
+        // not reach zero. The channel's memory is still freed with its last handle.
+        self.chan.senders.fetch_add(1, Relaxed);
+    }
+
     /// Closes the channel (Go's `close(ch)`): receivers drain the buffer, then get `None`;
     /// blocked and later sends fail with their value back. Returns `true` if this call closed
     /// it, `false` if it was already closed (Go panics there).
