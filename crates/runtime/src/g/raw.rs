@@ -294,16 +294,29 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) -> bool {
     })
 }
 
-/// Replaces the stage, dropping the old one; a panic in that drop becomes the G's output.
+/// Replaces the stage, dropping the old one in place; a panic in that drop becomes the G's
+/// output.
+///
+/// In place, not moved out first: the future is pinned, and a suspended one may hold pointers
+/// into itself (an async fn's local borrowing another, e.g. a lock guard borrowing a socket
+/// the same future owns; an intrusive waiter node). Moving it before the drop (Pin's drop
+/// guarantee forbids that) left those pointers aimed at the stage's new contents.
 fn set_stage<F: Future>(stage: &mut Stage<F>, new: Stage<F>, header: &Header) {
-    let old = std::mem::replace(stage, Stage::Consumed);
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(old))) {
-        // The future's destructor panicked: report that instead.
-        *stage = Stage::Finished(Err(JoinError::panic(header.goid, header.location, panic)));
-        drop(new);
-        return;
+    let stage: *mut Stage<F> = stage;
+    // SAFETY: `stage` is valid and ours alone (the caller's `&mut`, no longer used). A
+    // `drop_in_place` that unwinds has still dropped the rest of the value on the way out, so
+    // either way the place holds no value afterwards, and it is written before anything reads it.
+    let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(stage) }));
+    match dropped {
+        // SAFETY: as above: the place is dropped, so writing does not leak or double-drop.
+        Ok(()) => unsafe { stage.write(new) },
+        Err(panic) => {
+            // The future's destructor panicked: report that instead.
+            // SAFETY: as above.
+            unsafe { stage.write(Stage::Finished(Err(JoinError::panic(header.goid, header.location, panic)))) };
+            drop(new);
+        }
     }
-    *stage = new;
 }
 
 /// # Safety
