@@ -26,6 +26,7 @@
 //! | `make(chan T, n)` | [`chan()`](fn@chan) |
 //! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
 //! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
+//! | `net.Listen`, `net.Dial`, `net.Conn` | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`] |
 //!
 //! The runtime honours `GORO_MAXPROCS` (Go's `GOMAXPROCS`) and `GORO_DEBUG=schedtrace=N`
 //! (Go's `GODEBUG=schedtrace=N`).
@@ -62,6 +63,8 @@ pub mod sync {
 }
 
 pub mod context;
+#[cfg(not(loom))]
+pub mod net;
 pub mod time;
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and

@@ -1,0 +1,251 @@
+//! Go's `net` package for Gs: [`TcpListener`], [`TcpStream`] and [`UdpSocket`] on the runtime's
+//! netpoller.
+//!
+//! A G waiting for a socket parks in the netpoller (Go's `pollDesc`) and costs no thread: a
+//! thousand idle connections are a thousand parked Gs and the runtime's usual handful of Ms.
+//! The sockets are non-blocking [mio] sockets, registered with the runtime of the G that made
+//! them; every constructor must be called from a G (inside [`goro::run`](crate::run)), and
+//! returns an error naming `goro::run` anywhere else.
+//!
+//! | Go | goro |
+//! |----|------|
+//! | `net.Listen("tcp", addr)` | [`TcpListener::bind(addr).await`](TcpListener::bind) |
+//! | `ln.Accept()` | [`listener.accept().await`](TcpListener::accept) → `(TcpStream, SocketAddr)` |
+//! | `net.Dial("tcp", addr)` | [`TcpStream::connect(addr).await`](TcpStream::connect) |
+//! | `conn.Read(b)`, `conn.Write(b)` | [`stream.read(&mut b).await`](TcpStream::read), [`stream.write(&b).await`](TcpStream::write) (`write` may be short: [`write_all`](TcpStream::write_all) is Go's `Write`) |
+//! | `io.ReadFull(conn, b)` | [`stream.read_exact(&mut b).await`](TcpStream::read_exact) |
+//! | `conn.(*net.TCPConn).CloseWrite()` | [`stream.shutdown(Shutdown::Write)`](TcpStream::shutdown) |
+//! | `conn.Close()` | `drop(stream)` |
+//! | `net.ListenPacket("udp", addr)` | [`UdpSocket::bind(addr).await`](UdpSocket::bind) |
+//! | `io.Reader` / `io.Writer` | [`futures_io::AsyncRead`] / [`futures_io::AsyncWrite`] |
+//!
+//! As in Go, one G may read a connection while another writes it: the I/O methods take
+//! `&self`, so share the stream behind an `Arc` (or [`split`](TcpStream::split) it). Several Gs
+//! reading (or several writing) the same socket take turns, as Go's `fdMutex` makes them.
+//!
+//! ```
+//! use goro::net::{TcpListener, TcpStream};
+//! goro::run(async {
+//!     // func main() { ln, _ := net.Listen("tcp", "127.0.0.1:0"); go serve(ln); ... }
+//!     let ln = TcpListener::bind("127.0.0.1:0").await?;
+//!     let addr = ln.local_addr()?;
+//!     goro::go(async move {
+//!         let (conn, _) = ln.accept().await?;
+//!         let mut buf = [0; 5];
+//!         conn.read_exact(&mut buf).await?;
+//!         conn.write_all(&buf).await // echo
+//!     });
+//!     let conn = TcpStream::connect(addr).await?;
+//!     conn.write_all(b"hello").await?;
+//!     let mut buf = [0; 5];
+//!     conn.read_exact(&mut buf).await?;
+//!     assert_eq!(&buf, b"hello");
+//!     Ok::<_, std::io::Error>(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! # Cancellation
+//!
+//! Dropping a future of this module is safe; what it did before is what its method documents.
+//! In short: a dropped `read`, `write`, `accept`, `recv`, `recv_from`, `send`, `send_to` or
+//! `connect` did nothing that the next call does not see (a read never read any data, a write
+//! wrote nothing, an accept dequeued no connection); a dropped `read_exact` or `write_all` may
+//! have moved part of its buffer.
+//!
+//! # Name resolution
+//!
+//! Addresses are anything [`std::net::ToSocketAddrs`] takes: a `SocketAddr`, `"127.0.0.1:80"`,
+//! `("example.com", 80)`. A host name is resolved with the system resolver, which blocks the
+//! calling M for the lookup (as Go's cgo resolver does); pass an IP address on a hot path.
+
+mod listener;
+mod split;
+mod stream;
+mod udp;
+
+pub use listener::TcpListener;
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
+pub use stream::TcpStream;
+pub use udp::UdpSocket;
+
+use goro_runtime::io::{Direction, Registration};
+use std::fmt;
+use std::future::poll_fn;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::task::{ready, Context, Poll};
+
+/// A mio socket registered with the netpoller, plus one turn-taking lock per direction (Go's
+/// `fdMutex`): the registration keeps one waiting G per direction, so Gs sharing the socket
+/// through `&self` wait for their turn on the lock, not in the poller.
+pub(crate) struct Io<S: mio::event::Source> {
+    source: S,
+    reg: Registration,
+    read_turn: crate::sync::Mutex<()>,
+    write_turn: crate::sync::Mutex<()>,
+}
+
+impl<S: mio::event::Source> Io<S> {
+    /// Registers `source` with the calling G's runtime, for reading and writing.
+    pub(crate) fn new(mut source: S) -> io::Result<Io<S>> {
+        let reg = Registration::new(&mut source, mio::Interest::READABLE | mio::Interest::WRITABLE)?;
+        Ok(Io { source, reg, read_turn: crate::sync::Mutex::new(()), write_turn: crate::sync::Mutex::new(()) })
+    }
+
+    pub(crate) fn source(&self) -> &S {
+        &self.source
+    }
+
+    pub(crate) fn registration(&self) -> &Registration {
+        &self.reg
+    }
+
+    /// Runs `op` once the socket is ready in `dir`, waiting again on `WouldBlock`. Not
+    /// turn-taking: the caller is the only G using direction `dir` (it holds `&mut` or a turn).
+    pub(crate) fn poll_op<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.reg.poll_io(cx, dir, op)
+    }
+
+    /// [`poll_op`](Self::poll_op) for a byte-stream transfer of `len` bytes: a short transfer
+    /// means the socket's buffer was drained (or filled), so the readiness is forgotten at once
+    /// and the next call waits instead of trying a syscall bound to say `WouldBlock` (tokio
+    /// does the same). An event that arrived meanwhile keeps its readiness (the tick moved on).
+    pub(crate) fn poll_transfer(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        len: usize,
+        mut op: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let ev = ready!(self.reg.poll_ready(cx, dir))?;
+            match op() {
+                Ok(n) if n > 0 && n < len && !ev.is_closed() => {
+                    self.reg.clear_readiness(ev);
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.reg.clear_readiness(ev),
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// Waits for this G's turn to use direction `dir` (Go's `fdMutex`): every `&self` I/O
+    /// method holds it while it waits for readiness. Cancel-safe: a dropped wait took no turn.
+    pub(crate) async fn turn(&self, dir: Direction) -> crate::sync::MutexGuard<'_, ()> {
+        let turn = match dir {
+            Direction::Read => &self.read_turn,
+            Direction::Write => &self.write_turn,
+        };
+        match turn.try_lock() {
+            Some(t) => t,
+            None => turn.lock().await,
+        }
+    }
+}
+
+impl<S: mio::event::Source> Io<S>
+where
+    for<'a> &'a S: Read + Write,
+{
+    pub(crate) fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        self.poll_transfer(cx, Direction::Read, len, || (&self.source).read(buf))
+    }
+
+    pub(crate) fn poll_read_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.poll_transfer(cx, Direction::Read, len, || (&self.source).read_vectored(bufs))
+    }
+
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_transfer(cx, Direction::Write, buf.len(), || (&self.source).write(buf))
+    }
+
+    pub(crate) fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.poll_transfer(cx, Direction::Write, len, || (&self.source).write_vectored(bufs))
+    }
+}
+
+/// Go's `io.ReadFull` over `read`: `UnexpectedEof` if the peer closes first.
+pub(crate) async fn read_exact_with(
+    mut buf: &mut [u8],
+    mut read: impl FnMut(&mut Context<'_>, &mut [u8]) -> Poll<io::Result<usize>>,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match poll_fn(|cx| read(cx, buf)).await {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` through `write` (Go's `Write`, which never returns short).
+pub(crate) async fn write_all_with(
+    mut buf: &[u8],
+    mut write: impl FnMut(&mut Context<'_>, &[u8]) -> Poll<io::Result<usize>>,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match poll_fn(|cx| write(cx, buf)).await {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl<S: mio::event::Source> Drop for Io<S> {
+    fn drop(&mut self) {
+        // Out of the poller before the socket closes (the field drops after this): a closed
+        // descriptor's number may be reused by the next socket at once.
+        let _ = self.reg.deregister(&mut self.source);
+    }
+}
+
+impl<S: mio::event::Source + fmt::Debug> fmt::Debug for Io<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+/// The addresses `addr` names, resolved with the (blocking) system resolver.
+pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "could not resolve to any address"));
+    }
+    Ok(addrs)
+}
+
+/// Tries `f` on each address in turn, returning the first success or the last error (Go's
+/// dialer, sequentially).
+pub(crate) fn first_ok<T>(addrs: &[SocketAddr], mut f: impl FnMut(SocketAddr) -> io::Result<T>) -> io::Result<T> {
+    let mut last = None;
+    for &a in addrs {
+        match f(a) {
+            Ok(t) => return Ok(t),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("resolve returns at least one address"))
+}
