@@ -57,7 +57,8 @@
 //!
 //! Addresses are anything [`std::net::ToSocketAddrs`] takes: a `SocketAddr`, `"127.0.0.1:80"`,
 //! `("example.com", 80)`. A host name is resolved with the system resolver, which blocks the
-//! calling M for the lookup (as Go's cgo resolver does); pass an IP address on a hot path.
+//! calling M for the lookup (as Go's cgo resolver does); the lookup runs inside
+//! [`goro::syscall`](crate::syscall), so the G's P goes on running the other Gs meanwhile.
 
 mod listener;
 mod split;
@@ -103,12 +104,17 @@ impl<S: mio::event::Source> Io<S> {
 
     /// Runs `op` once the socket is ready in `dir`, waiting again on `WouldBlock`. Not
     /// turn-taking: the caller is the only G using direction `dir` (it holds `&mut` or a turn).
+    ///
+    /// Every socket operation is a yield point (it asks `coop::poll_proceed` first, before
+    /// doing anything, so a preempted operation did nothing): a G whose socket is always
+    /// ready still yields its P when sysmon asks.
     pub(crate) fn poll_op<R>(
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
         op: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
+        ready!(goro_runtime::coop::poll_proceed(cx));
         self.reg.poll_io(cx, dir, op)
     }
 
@@ -123,6 +129,7 @@ impl<S: mio::event::Source> Io<S> {
         len: usize,
         mut op: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        ready!(goro_runtime::coop::poll_proceed(cx));
         loop {
             let ev = ready!(self.reg.poll_ready(cx, dir))?;
             match op() {
@@ -228,9 +235,10 @@ impl<S: mio::event::Source + fmt::Debug> fmt::Debug for Io<S> {
     }
 }
 
-/// The addresses `addr` names, resolved with the (blocking) system resolver.
+/// The addresses `addr` names. A host name goes to the system resolver, which blocks: inside
+/// `goro::syscall`, so the P goes to another M meanwhile (for an IP address, two atomics).
 pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let addrs: Vec<SocketAddr> = crate::syscall(|| addr.to_socket_addrs().map(Iterator::collect))?;
     if addrs.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "could not resolve to any address"));
     }

@@ -108,7 +108,9 @@ impl UdpSocket {
     /// .unwrap();
     /// ```
     pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = resolve(target)?[0];
+        let target = crate::syscall(|| target.to_socket_addrs())?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "could not resolve to any address"))?;
         let _turn = self.io.turn(Direction::Write).await;
         poll_fn(|cx| self.io.poll_op(cx, Direction::Write, || self.io.source().send_to(buf, target))).await
     }
