@@ -103,9 +103,12 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         if let Some(t) = next_trace {
             sleep = sleep.min(t.saturating_duration_since(Instant::now()));
         }
-        if next_trace.is_none() && all_idle(sh) {
-            // Nothing runs: sleep until a P goes to work (`Shared::wake_sysmon`). Re-check after
-            // raising the flag, or a P taken in between would find nobody to wake.
+        if next_trace.is_none() && delay == MAX_DELAY && all_idle(sh) {
+            // Nothing has run for a while (the rounds backed off to the longest sleep, and every
+            // P is idle): sleep until a P goes to work (`Shared::wake_sysmon`). Only then: a
+            // runtime that idles between I/O events every few microseconds would otherwise pay
+            // a wake-up of this thread per event. Re-check after raising the flag, or a P taken
+            // in between would find nobody to wake.
             sh.sysmon.waiting.store(true, SeqCst);
             if all_idle(sh) {
                 sh.sysmon.parker.park();
@@ -120,8 +123,12 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             break;
         }
         let now = Instant::now();
-        let mut acted = retake(sh, &mut seen, now);
-        acted |= poll_network(sh);
+        // As in Go, only handing a P off resets the sleep to its shortest: that is when Ms are
+        // blocking, and more may follow. A preemption request or a network poll does not (a
+        // ping-pong that inherits its time slice gets a request every 10 ms, and rounds at
+        // 20 µs would then cost a thread wake-up per 20 µs).
+        let acted = retake(sh, &mut seen, now);
+        poll_network(sh);
         let next_timer = crate::timer::earliest(sh);
         if next_timer != 0 && next_timer <= sh.nanotime() && sh.npidle.load(SeqCst) > 0 {
             // A timer is overdue and a P idles: an M to run it.
@@ -171,7 +178,7 @@ fn poll_network(sh: &Shared) -> bool {
     any
 }
 
-/// Go's `retake`; returns whether it did anything.
+/// Go's `retake`; returns whether it handed a P off (from a syscall, or a blocked poll).
 fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
     let mut acted = false;
     for (i, pp) in sh.used_ps().iter().enumerate() {
@@ -202,7 +209,6 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     pp.preempt.store(true, Relaxed);
                     sh.preemptions.fetch_add(1, Relaxed);
                     s.preempted = true;
-                    acted = true;
                 }
                 let polls = pp.stats.polls.load(Relaxed);
                 if polls != s.polls {
