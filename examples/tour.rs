@@ -1,22 +1,26 @@
 //! A guided tour of goro: `cargo run --release --example tour`.
 //!
-//! Each step prints a heading and what it shows about the scheduler core that exists today:
+//! Each step prints a heading and what it shows:
 //!
-//! 1. goroutines are cheap: 100_000 of them, spawned and joined;
-//! 2. work stealing: CPU-busy Gs spawned on one P spread over every P's thread;
-//! 3. a panicking G is caught and reported as a `JoinError`; the program goes on;
-//! 4. `yield_now` is fair: Gs spinning on it do not starve a newcomer;
-//! 5. `runnext`: a G woken by another runs next on the same P (the ping-pong fast path);
-//! 6. `GORO_DEBUG=schedtrace=N` and `goro::runtime::metrics()`.
-//!
-//! Channels, `select!`, `WaitGroup` and `sync::Map` will join the tour as those issues land;
-//! until then step 5 hand-rolls the one-slot handoff that a channel will provide.
+//! 1. goroutines are cheap: 100_000 of them, counted by a `WaitGroup`;
+//! 2. channels: an unbuffered ping-pong (the receiver runs next on the same P), and a pipeline
+//!    that ends with `close` and `range`;
+//! 3. `select!`: a timeout with `time::after`, and `default` for a non-blocking try;
+//! 4. work stealing: CPU-busy Gs spawned on one P spread over every P's thread;
+//! 5. a panicking G is caught and reported as a `JoinError`; the program goes on;
+//! 6. `sync`: a `Mutex` counter under contention, and a `sync::Map` filled by several Gs;
+//! 7. `context`: one cancel stops a tree of workers; a timeout;
+//! 8. blocking calls: `goro::syscall` keeps the other Gs running, and a G spinning on ready
+//!    channel operations is preempted after its 10 ms time slice;
+//! 9. `net`: a TCP echo server on 127.0.0.1 and a few client Gs;
+//! 10. `GORO_DEBUG=schedtrace=N` and `goro::runtime::metrics()`.
 
+use goro::chan::{Receiver, Sender};
+use goro::context::{self, Context};
+use goro::sync::{Map, Mutex, WaitGroup};
 use std::collections::HashSet;
-use std::future::poll_fn;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `#[goro::main]` turns `async fn main` into `fn main() { goro::run(async { .. }) }`: this
@@ -25,10 +29,14 @@ use std::time::{Duration, Instant};
 async fn main() {
     println!("goro tour: {} Ps (GORO_MAXPROCS overrides the CPU count)\n", goro::max_procs());
     goroutines().await;
+    channels().await;
+    select_with_timeouts().await;
     work_stealing().await;
     panics_are_caught().await;
-    yield_fairness().await;
-    runnext().await;
+    sync_types().await;
+    contexts().await;
+    blocking_calls().await;
+    net_echo().await;
     schedtrace();
 }
 
@@ -37,209 +45,335 @@ fn heading(title: &str) {
     println!("== {title}");
 }
 
-/// Step 1. `goro::go` is Go's `go` statement; its `JoinHandle` is a future of the G's result.
+/// 1. Spawning is cheap: a G is a heap-allocated future with an 80-byte header.
 async fn goroutines() {
-    heading("1. goroutines: spawn 100_000 Gs and wait for all of them");
-    const N: usize = 100_000;
-    let counter = Arc::new(AtomicUsize::new(0));
+    heading("1. goroutines: 100_000 Gs and a WaitGroup");
     let start = Instant::now();
-    let handles: Vec<_> = (0..N)
+    let wg = WaitGroup::new();
+    let sum = Arc::new(AtomicU64::new(0));
+    for i in 0..100_000u64 {
+        let sum = sum.clone();
+        // Go 1.25's wg.Go: add(1), spawn, done() when the G ends.
+        wg.go(async move {
+            sum.fetch_add(i, Ordering::Relaxed);
+        });
+    }
+    wg.wait().await;
+    println!(
+        "   sum = {} in {:.1?} ({:.0} ns per G, spawn to done)\n",
+        sum.load(Ordering::Relaxed),
+        start.elapsed(),
+        start.elapsed().as_nanos() as f64 / 100_000.0
+    );
+}
+
+/// 2. Channels with Go's semantics.
+async fn channels() {
+    heading("2. channels: ping-pong on unbuffered channels, then a pipeline");
+    let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+    let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+    goro::go(async move {
+        // `for v := range ping`: ends when the channel is closed.
+        while let Some(v) = ping_rx.recv().await {
+            pong_tx.send(v + 1).await.unwrap();
+        }
+    });
+    let n = 100_000;
+    let start = Instant::now();
+    for i in 0..n {
+        ping_tx.send(i).await.unwrap();
+        assert_eq!(pong_rx.recv().await, Some(i + 1));
+    }
+    drop(ping_tx); // closes `ping`: the ponger's loop ends
+    println!(
+        "   {n} round trips: {:.0} ns each (a send hands the value straight to the waiting receiver \
+         and wakes it into this P's runnext slot)",
+        start.elapsed().as_nanos() as f64 / n as f64
+    );
+
+    // gen -> sq -> sum, each stage a G, each channel closed by its only sender.
+    fn gen(nums: Vec<u64>) -> Receiver<u64> {
+        let (tx, rx) = goro::chan(0);
+        goro::go(async move {
+            for n in nums {
+                tx.send(n).await.unwrap();
+            }
+        }); // `tx` dropped: the channel closes, as `defer close(out)` would
+        rx
+    }
+    fn sq(input: Receiver<u64>) -> Receiver<u64> {
+        let (tx, rx) = goro::chan(0);
+        goro::go(async move {
+            while let Some(n) = input.recv().await {
+                tx.send(n * n).await.unwrap();
+            }
+        });
+        rx
+    }
+    let total: u64 = {
+        let out = sq(sq(gen((1..=10).collect())));
+        let mut t = 0;
+        while let Some(v) = out.recv().await {
+            t += v;
+        }
+        t
+    };
+    println!("   pipeline gen -> sq -> sq: the sum of n^4 for n in 1..=10 is {total}\n");
+}
+
+/// 3. `select!`: Go's select, with timeouts from `goro::time`.
+async fn select_with_timeouts() {
+    heading("3. select!: a timeout, and default");
+    let (tx, rx) = goro::chan::<&str>(0);
+    goro::go(async move {
+        goro::time::sleep(Duration::from_millis(50)).await;
+        let _ = tx.send("slow answer").await; // fails: nobody is listening any more
+    });
+    let start = Instant::now();
+    let got = goro::select! {
+        recv(rx) -> v => format!("got {v:?}"),
+        recv(goro::time::after(Duration::from_millis(10))) -> _ => "timed out".to_owned(),
+    };
+    println!("   waited {:.1?}: {got}", start.elapsed());
+
+    let (tx, _rx) = goro::chan::<u32>(1);
+    let mut outcomes = Vec::new();
+    for v in [1, 2] {
+        outcomes.push(goro::select! {
+            send(&tx, v) -> _ => "sent",
+            default => "full, did not block",
+        });
+    }
+    println!("   select with default on a channel of capacity 1: {}, then {}\n", outcomes[0], outcomes[1]);
+}
+
+/// 4. Work stealing: Gs spawned on one P are stolen by the other Ps' idle Ms.
+async fn work_stealing() {
+    heading("4. work stealing: 64 CPU-busy Gs spawned from one G");
+    let start = Instant::now();
+    let handles: Vec<_> = (0..64)
         .map(|_| {
-            let counter = counter.clone();
-            // `go!{ body }` is `goro::go(async move { body })`.
-            goro::go! { counter.fetch_add(1, Ordering::Relaxed); }
+            goro::go(async {
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(2) {
+                    std::hint::spin_loop();
+                }
+                std::thread::current().id()
+            })
         })
         .collect();
+    let mut threads = HashSet::new();
     for h in handles {
-        h.await.unwrap();
+        threads.insert(h.await.unwrap());
     }
-    let took = start.elapsed();
+    let m = goro::runtime::metrics();
     println!(
-        "   {} Gs ran in {:.1?}: {} ns per G (spawn + run + join)\n",
-        counter.load(Ordering::Relaxed),
-        took,
-        took.as_nanos() / N as u128
+        "   they ran on {} threads; {} steals moved {} Gs; 64 x 2 ms of work took {:.1?} of wall time\n",
+        threads.len(),
+        m.steals,
+        m.stolen_gs,
+        start.elapsed()
     );
 }
 
-/// Step 2. New Gs go to the spawning P's queue; idle Ps' threads steal half of it.
-async fn work_stealing() {
-    heading("2. work stealing: one G spawns 64 CPU-busy Gs");
-    let before = goro::runtime::metrics();
-    let threads = Arc::new(Mutex::new(HashSet::new()));
-    let t = threads.clone();
-    let start = Instant::now();
-    // One spawner G: every busy G starts in its P's run queue.
-    let spawner = goro::go! {
-        let busy: Vec<_> = (0..64)
-            .map(|_| {
-                let t = t.clone();
-                goro::go! {
-                    // 2 ms of CPU work with no await: the Gs queued behind it on this P
-                    // only run sooner if another thread steals them.
-                    let start = Instant::now();
-                    let mut x = 0u64;
-                    while start.elapsed() < Duration::from_millis(2) {
-                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-                    }
-                    t.lock().unwrap().insert(std::thread::current().id());
-                }
-            })
-            .collect();
-        for h in busy {
-            h.await.unwrap();
-        }
-    };
-    spawner.await.unwrap();
-    let took = start.elapsed();
-    let after = goro::runtime::metrics();
-    println!(
-        "   steals: {}, Gs stolen: {}; the busy Gs ran on {} threads",
-        after.steals - before.steals,
-        after.stolen_gs - before.stolen_gs,
-        threads.lock().unwrap().len()
-    );
-    println!("   64 x 2 ms of CPU work took {took:.1?} of wall time\n");
-}
-
-/// Step 3. In Go a panicking goroutine kills the program; in goro the G's `JoinHandle`
-/// returns a `JoinError` and the runtime carries on.
+/// 5. A panic in a G is caught: it does not take the program down.
 async fn panics_are_caught() {
-    heading("3. a panicking G is caught and reported through its JoinHandle");
-    // The panic hook would print the panic and a backtrace hint; silence it for this step.
-    let previous_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = goro::go! { "forty-two".parse::<u32>().unwrap() }.await;
-    std::panic::set_hook(previous_hook);
-
-    let err = result.unwrap_err();
+    heading("5. a panicking G");
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {})); // keep the demo's output quiet
+    let err = goro::go(async { panic!("boom") }).await.unwrap_err();
+    std::panic::set_hook(prev);
     println!("   is_panic() = {}: {err}", err.is_panic());
-    // The runtime is unharmed: the next G runs as usual.
-    let answer = goro::go! { 6 * 7 }.await.unwrap();
+    let answer = goro::go(async { 6 * 7 }).await.unwrap();
     println!("   main goes on; the next G returned {answer}\n");
 }
 
-/// Step 4. `yield_now` (Go's `runtime.Gosched`) puts the G at the back of its P's queue, so
-/// Gs spinning on it take turns and cannot keep a newcomer from running.
-async fn yield_fairness() {
-    heading("4. yield_now fairness: Gs spinning on every P do not starve a new G");
-    let spinners = 2 * goro::max_procs();
-    let (stop, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
-    let yields = Arc::new(AtomicU64::new(0));
-    let handles: Vec<_> = (0..spinners)
-        .map(|_| {
-            let (stop, started, yields) = (stop.clone(), started.clone(), yields.clone());
-            goro::go! {
-                let mut mine = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    mine += 1;
-                    if mine == 1 {
-                        started.fetch_add(1, Ordering::Relaxed);
+/// 6. Go's sync package.
+async fn sync_types() {
+    heading("6. sync: Mutex and sync::Map");
+    let counter = Arc::new(Mutex::new(0u64));
+    let wg = WaitGroup::new();
+    for _ in 0..4 {
+        let c = counter.clone();
+        wg.go(async move {
+            for _ in 0..100_000 {
+                *c.lock().await += 1; // unlocked when the guard drops
+            }
+        });
+    }
+    wg.wait().await;
+    println!("   4 Gs x 100_000 increments under one Mutex: {}", *counter.lock().await);
+
+    let words = Arc::new(Map::<String, usize>::new());
+    let text = "the quick brown fox jumps over the lazy dog the end";
+    for chunk in text.split(' ').collect::<Vec<_>>().chunks(3) {
+        let (words, chunk): (_, Vec<String>) = (words.clone(), chunk.iter().map(|s| s.to_string()).collect());
+        wg.go(async move {
+            for w in chunk {
+                // Go's LoadOrStore: the first G to see a word records its length.
+                let len = w.len();
+                words.load_or_store(w, len);
+            }
+        });
+    }
+    wg.wait().await;
+    let mut seen = Vec::new();
+    words.range(|k, v| {
+        seen.push(format!("{k}:{v}"));
+        true
+    });
+    seen.sort();
+    println!("   sync::Map of distinct words: {} entries [{}]\n", seen.len(), seen.join(" "));
+}
+
+/// 7. Go's context package: cancellation that reaches a whole tree.
+async fn contexts() {
+    heading("7. context: one cancel stops a tree of workers; a timeout");
+    let (ctx, cancel) = context::with_cancel(&Context::background());
+    let wg = WaitGroup::new();
+    let ticks = Arc::new(AtomicU64::new(0));
+    for _ in 0..8 {
+        let (child, _cancel_child) = context::with_cancel(&ctx);
+        let ticks = ticks.clone();
+        wg.go(async move {
+            let tick = goro::time::Ticker::new(Duration::from_millis(1));
+            loop {
+                goro::select! {
+                    recv(child.done()) -> _ => return,
+                    recv(&tick.c) -> _ => { ticks.fetch_add(1, Ordering::Relaxed); }
+                }
+            }
+        });
+    }
+    goro::time::sleep(Duration::from_millis(20)).await;
+    cancel();
+    wg.wait().await;
+    println!("   8 workers ticked {} times, then all stopped at one cancel()", ticks.load(Ordering::Relaxed));
+
+    let (ctx, _cancel) = context::with_timeout(&Context::background(), Duration::from_millis(5));
+    ctx.done().recv().await;
+    println!("   with_timeout(5 ms): err() = {}\n", ctx.err().expect("done"));
+}
+
+/// 8. A G that blocks, and a G that never waits.
+async fn blocking_calls() {
+    heading("8. blocking calls and preemption");
+    // Two Gs (one per P) sleep in goro::syscall while a third pair exchanges messages. The
+    // exchange runs in a G of its own: the main future is polled only on its own thread, which
+    // also runs Gs, so a syscall there would hold the main future up (not the other Gs).
+    let (n, took) = goro::go(async {
+        let (tx, rx): (Sender<u64>, Receiver<u64>) = goro::chan(0);
+        let blockers: Vec<_> = (0..goro::max_procs())
+            .map(|_| goro::go(async { goro::syscall(|| std::thread::sleep(Duration::from_millis(100))) }))
+            .collect();
+        let start = Instant::now();
+        goro::go(async move {
+            for i in 0..1000 {
+                tx.send(i).await.unwrap();
+            }
+        });
+        let mut n = 0;
+        while rx.recv().await.is_some() {
+            n += 1;
+        }
+        let took = start.elapsed();
+        for b in blockers {
+            b.await.unwrap();
+        }
+        (n, took)
+    })
+    .await
+    .unwrap();
+    println!(
+        "   while every P's G slept 100 ms in goro::syscall, {n} messages went through in {took:.1?} (hand-offs: {})",
+        goro::runtime::metrics().handoffs
+    );
+
+    // A G looping on channel operations that are always ready never waits; sysmon asks it to
+    // yield after a 10 ms time slice, and its next channel operation does. Shown on a runtime
+    // of one P (run on a plain thread, which this G waits for inside goro::syscall).
+    let (waited, ops, preemptions) = goro::syscall(|| {
+        std::thread::spawn(|| {
+            let rt = goro::Builder::new().max_procs(1).build().expect("runtime");
+            rt.block_on(async {
+                let stop = Arc::new(AtomicBool::new(false));
+                let s = stop.clone();
+                let spinner = goro::go(async move {
+                    let (tx, rx) = goro::chan::<u64>(1);
+                    let started = Instant::now();
+                    // Queued behind us on the only P: it runs only when we yield.
+                    let newcomer = goro::go(async move { s.store(true, Ordering::Relaxed) });
+                    let mut ops = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        tx.send(1).await.unwrap();
+                        ops += rx.recv().await.unwrap();
                     }
-                    yields.fetch_add(1, Ordering::Relaxed);
-                    goro::yield_now().await;
-                }
-                mine
-            }
+                    newcomer.await.unwrap();
+                    (started.elapsed(), ops)
+                });
+                let (waited, ops) = spinner.await.unwrap();
+                (waited, ops, goro::runtime::metrics().preemptions)
+            })
         })
-        .collect();
-    // Let all of them get going first: every P is then busy with spinners.
-    while started.load(Ordering::Relaxed) < spinners || yields.load(Ordering::Relaxed) < 10_000 {
-        goro::yield_now().await;
-    }
-    let (start, at_spawn) = (Instant::now(), yields.load(Ordering::Relaxed));
-    let y = yields.clone();
-    let newcomer = goro::go! {
-        stop.store(true, Ordering::Relaxed);
-        (start.elapsed(), y.load(Ordering::Relaxed) - at_spawn)
-    };
-    let (waited, yields_between) = newcomer.await.unwrap();
-    let mut counts = Vec::new();
-    for h in handles {
-        counts.push(h.await.unwrap());
-    }
-    println!("   the newcomer ran {waited:.1?} after its spawn ({yields_between} spinner yields in between)");
+        .join()
+        .expect("the preemption demo")
+    });
     println!(
-        "   the {spinners} spinners yielded {} to {} times each: every one of them kept getting turns\n",
-        counts.iter().min().unwrap(),
-        counts.iter().max().unwrap()
+        "   on 1 P, a G queued behind one spinning on ready channel ops ran after {waited:.1?} \
+         ({ops} spinner round trips; {preemptions} preemption request)\n"
     );
 }
 
-/// A one-slot handoff, a stand-in for an unbuffered channel until `goro::chan` lands: `put`
-/// fills the slot and wakes the waiting G; `take` waits until the slot is full and empties it.
-/// One putter and one taker per slot, and a put only into an empty slot.
-#[derive(Default)]
-struct Handoff {
-    full: AtomicBool,
-    value: AtomicU64,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Handoff {
-    fn put(&self, v: u64) {
-        self.value.store(v, Ordering::Relaxed);
-        self.full.store(true, Ordering::Release);
-        // Taking the lock after the store pairs with `take` registering its waker under the
-        // lock before its second look at `full`: either it sees the value, or we see its waker.
-        let waker = self.waker.lock().unwrap().take();
-        if let Some(w) = waker {
-            // A wake from a G of the same runtime puts the woken G in this P's `runnext`.
-            w.wake();
+/// 9. Go's net package on the netpoller: a G waiting on a socket costs no thread.
+async fn net_echo() {
+    heading("9. net: a TCP echo server and 16 client Gs");
+    let listener = goro::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().unwrap();
+    goro::go(async move {
+        loop {
+            let Ok((conn, _)) = listener.accept().await else { return };
+            goro::go(async move {
+                let mut buf = [0u8; 1024];
+                loop {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if conn.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
         }
-    }
-
-    async fn take(&self) -> u64 {
-        poll_fn(|cx| {
-            for attempt in 0..2 {
-                if self.full.swap(false, Ordering::Acquire) {
-                    return Poll::Ready(self.value.load(Ordering::Relaxed));
-                }
-                if attempt == 0 {
-                    *self.waker.lock().unwrap() = Some(cx.waker().clone());
-                }
+    });
+    let wg = WaitGroup::new();
+    let echoed = Arc::new(AtomicU64::new(0));
+    for c in 0..16u8 {
+        let echoed = echoed.clone();
+        wg.go(async move {
+            let conn = goro::net::TcpStream::connect(addr).await.expect("connect");
+            for i in 0..100u8 {
+                let msg = [c, i, c ^ i];
+                conn.write_all(&msg).await.unwrap();
+                let mut back = [0u8; 3];
+                conn.read_exact(&mut back).await.unwrap();
+                assert_eq!(back, msg);
+                echoed.fetch_add(3, Ordering::Relaxed);
             }
-            Poll::Pending
-        })
-        .await
+        });
     }
-}
-
-/// Step 5. Two Gs bounce a token. Each put wakes the other G into the current P's `runnext`,
-/// so the pair stays on one P, warm in cache: Go's fast path for channel ping-pong.
-async fn runnext() {
-    heading("5. runnext: two Gs bounce a token through a one-slot handoff");
-    const ROUNDS: u64 = 100_000;
-    let (ping, pong) = (Arc::new(Handoff::default()), Arc::new(Handoff::default()));
-    let before = goro::runtime::metrics();
-    let start = Instant::now();
-    let (p1, q1) = (ping.clone(), pong.clone());
-    let a = goro::go! {
-        for i in 0..ROUNDS {
-            p1.put(i);
-            assert_eq!(q1.take().await, i + 1);
-        }
-    };
-    let b = goro::go! {
-        for _ in 0..ROUNDS {
-            let v = ping.take().await;
-            pong.put(v + 1);
-        }
-    };
-    a.await.unwrap();
-    b.await.unwrap();
-    let took = start.elapsed();
-    let runs = goro::runtime::metrics().runnext_runs - before.runnext_runs;
+    wg.wait().await;
     println!(
-        "   {ROUNDS} round trips in {took:.1?} ({} ns each); runnext_runs grew by {runs} (2 wakes per trip)\n",
-        took.as_nanos() / ROUNDS as u128
+        "   {} bytes echoed; threads: {} for all those connections\n",
+        echoed.load(Ordering::Relaxed),
+        goro::runtime::metrics().threads
     );
 }
 
-/// Step 6. Go's `GODEBUG=schedtrace=N` is `GORO_DEBUG=schedtrace=N`: a `SCHED` line on stderr
-/// every N ms. `goro::runtime::metrics()` gives the same numbers, and more, as a struct.
+/// 10. Go's schedtrace, and the metrics behind it.
 fn schedtrace() {
-    heading("6. schedtrace and metrics");
+    heading("10. watching the scheduler");
     println!("   to watch the scheduler, run: GORO_DEBUG=schedtrace=100 cargo run --release --example tour");
     println!("   goro::runtime::metrics() at the end of the tour:");
     println!("{:#?}", goro::runtime::metrics());

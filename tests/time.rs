@@ -768,8 +768,9 @@ fn tick_stops_once_its_receiver_is_dropped() {
     let _w = watchdog("tick_stops_once_its_receiver_is_dropped", LIMIT);
     rt(2).block_on(async {
         assert_eq!(goro::runtime::metrics().timers, 0);
-        let c = tick(MS);
+        // Read before the ticker exists: its ticks are due at its creation + i ms.
         let start = Instant::now();
+        let c = tick(MS);
         for i in 1..=3u32 {
             let v = recv_within(&c, SLACK, "tick").await;
             assert!(v >= start + i * MS);

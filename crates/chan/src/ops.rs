@@ -38,21 +38,30 @@ fn if_waiting<T>(sudog: &Sudog<T>, chan: &Chan<T>, f: impl FnOnce(&mut Inner<T>)
     true
 }
 
-/// The reusable state of one receive: its sudog, written only when the receive has to wait.
+/// A sudog that is written only when its operation has to wait.
 ///
-/// The sudog is initialised exactly while `parked` is set (from the moment the op queues it
-/// until the op has seen it settled or unlinked it and dropped it in place). An op that
-/// completes at once, the common case, never touches it: creating, polling and dropping such
-/// a future writes two words and takes the channel lock once.
-pub(crate) struct RecvOp<T> {
+/// It is initialised exactly while `parked` is set (from the moment the op queues it until the
+/// op has seen it settled, or unlinked it, and dropped it in place). An op that completes at
+/// once, the common case, never touches it: creating, polling and dropping such a future
+/// writes two words and takes the channel lock once.
+struct LazySudog<T> {
     sudog: MaybeUninit<Sudog<T>>,
     parked: bool,
 }
 
-impl<T> RecvOp<T> {
+impl<T> LazySudog<T> {
     #[inline]
-    pub(crate) fn new() -> RecvOp<T> {
-        RecvOp { sudog: MaybeUninit::uninit(), parked: false }
+    fn new() -> LazySudog<T> {
+        LazySudog { sudog: MaybeUninit::uninit(), parked: false }
+    }
+
+    /// Writes a fresh sudog and marks it parked (the caller queues it next, under the lock).
+    fn park(&mut self) -> &Sudog<T> {
+        debug_assert!(!self.parked);
+        self.sudog.write(Sudog::new());
+        self.parked = true;
+        // SAFETY: written just above.
+        unsafe { self.sudog.assume_init_ref() }
     }
 
     /// The sudog.
@@ -60,7 +69,7 @@ impl<T> RecvOp<T> {
     /// # Safety
     /// `self.parked` (the sudog is initialised).
     #[inline]
-    unsafe fn sudog(&self) -> &Sudog<T> {
+    unsafe fn get(&self) -> &Sudog<T> {
         debug_assert!(self.parked);
         // SAFETY: caller contract: initialised while parked.
         unsafe { self.sudog.assume_init_ref() }
@@ -75,6 +84,18 @@ impl<T> RecvOp<T> {
         // SAFETY: caller contract: initialised, and no peer can reach it any more.
         unsafe { self.sudog.assume_init_drop() };
     }
+}
+
+/// The reusable state of one receive: its sudog, written only when the receive has to wait.
+pub(crate) struct RecvOp<T> {
+    sg: LazySudog<T>,
+}
+
+impl<T> RecvOp<T> {
+    #[inline]
+    pub(crate) fn new() -> RecvOp<T> {
+        RecvOp { sg: LazySudog::new() }
+    }
 
     /// Polls the receive; on `Ready` the op is reset and may be polled again for the next value.
     ///
@@ -83,7 +104,7 @@ impl<T> RecvOp<T> {
     /// call until the op is ready or cancelled.
     #[inline]
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        if self.parked {
+        if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
         }
@@ -115,12 +136,10 @@ impl<T> RecvOp<T> {
             }
             Err(TryRecvError::Closed) => Poll::Ready(None),
             Err(TryRecvError::Empty) => {
-                self.sudog.write(Sudog::new());
-                self.parked = true;
+                let sg = self.sg.park();
                 // SAFETY: we hold the lock; the sudog is pinned with `self` and is unlinked by
                 // `cancel` (or settled by a peer) before it can be freed.
                 unsafe {
-                    let sg = self.sudog();
                     sg.set_waker(cx.waker());
                     g.park_recv(sg);
                 }
@@ -138,7 +157,7 @@ impl<T> RecvOp<T> {
     #[inline(never)]
     unsafe fn poll_parked(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         // SAFETY: parked.
-        let sg = unsafe { self.sudog() };
+        let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
         if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
             return Poll::Pending;
@@ -149,7 +168,7 @@ impl<T> RecvOp<T> {
         let v = unsafe { sg.take_elem() };
         debug_assert_eq!(v.is_some(), state == DONE);
         // SAFETY: settled: no peer reaches it any more.
-        unsafe { self.unpark() };
+        unsafe { self.sg.unpark() };
         Poll::Ready(v)
     }
 
@@ -159,7 +178,7 @@ impl<T> RecvOp<T> {
     /// As for [`poll`](Self::poll).
     #[inline]
     pub(crate) unsafe fn cancel(&mut self, chan: &Chan<T>) {
-        if self.parked {
+        if self.sg.parked {
             // SAFETY: caller contract.
             unsafe { self.cancel_parked(chan) }
         }
@@ -170,7 +189,7 @@ impl<T> RecvOp<T> {
     #[cold]
     unsafe fn cancel_parked(&mut self, chan: &Chan<T>) {
         // SAFETY: parked.
-        let sg = unsafe { self.sudog() };
+        let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's recvq.
         let unlinked = if_waiting(sg, chan, |g| unsafe {
             g.recvq.remove(sg);
@@ -186,38 +205,19 @@ impl<T> RecvOp<T> {
             }
         }
         // SAFETY: unlinked by us or settled: no peer reaches it any more.
-        unsafe { self.unpark() };
+        unsafe { self.sg.unpark() };
     }
 }
 
-/// The reusable state of one send; its sudog is written only when the send has to wait (as
-/// for [`RecvOp`]).
+/// The reusable state of one send; its sudog is written only when the send has to wait.
 pub(crate) struct SendOp<T> {
-    sudog: MaybeUninit<Sudog<T>>,
-    parked: bool,
+    sg: LazySudog<T>,
 }
 
 impl<T> SendOp<T> {
     #[inline]
     pub(crate) fn new() -> SendOp<T> {
-        SendOp { sudog: MaybeUninit::uninit(), parked: false }
-    }
-
-    /// # Safety
-    /// As for [`RecvOp::sudog`].
-    #[inline]
-    unsafe fn sudog(&self) -> &Sudog<T> {
-        debug_assert!(self.parked);
-        // SAFETY: caller contract: initialised while parked.
-        unsafe { self.sudog.assume_init_ref() }
-    }
-
-    /// # Safety
-    /// As for [`RecvOp::unpark`].
-    unsafe fn unpark(&mut self) {
-        self.parked = false;
-        // SAFETY: caller contract: initialised, and no peer can reach it any more.
-        unsafe { self.sudog.assume_init_drop() };
+        SendOp { sg: LazySudog::new() }
     }
 
     /// Polls the send of `value` (taken on the first poll).
@@ -231,7 +231,7 @@ impl<T> SendOp<T> {
         value: &mut Option<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        if self.parked {
+        if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
         }
@@ -271,11 +271,9 @@ impl<T> SendOp<T> {
             }
             Err(TrySendError::Closed(v)) => Poll::Ready(Err(SendError(v))),
             Err(TrySendError::Full(v)) => {
-                self.sudog.write(Sudog::new());
-                self.parked = true;
+                let sg = self.sg.park();
                 // SAFETY: as in RecvOp::poll_locked.
                 unsafe {
-                    let sg = self.sudog();
                     sg.put_elem(v);
                     sg.set_waker(cx.waker());
                     g.park_send(sg);
@@ -292,7 +290,7 @@ impl<T> SendOp<T> {
     #[inline(never)]
     unsafe fn poll_parked(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
         // SAFETY: parked.
-        let sg = unsafe { self.sudog() };
+        let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
         if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
             return Poll::Pending;
@@ -304,7 +302,7 @@ impl<T> SendOp<T> {
             s => unreachable!("goro: sudog state {s}"),
         };
         // SAFETY: settled: no peer reaches it any more.
-        unsafe { self.unpark() };
+        unsafe { self.sg.unpark() };
         Poll::Ready(out)
     }
 
@@ -314,7 +312,7 @@ impl<T> SendOp<T> {
     /// As for [`RecvOp::poll`].
     #[inline]
     pub(crate) unsafe fn cancel(&mut self, chan: &Chan<T>) {
-        if self.parked {
+        if self.sg.parked {
             // SAFETY: caller contract.
             unsafe { self.cancel_parked(chan) }
         }
@@ -325,13 +323,13 @@ impl<T> SendOp<T> {
     #[cold]
     unsafe fn cancel_parked(&mut self, chan: &Chan<T>) {
         // SAFETY: parked.
-        let sg = unsafe { self.sudog() };
+        let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock; a WAITING sudog is queued on this channel's sendq.
         if_waiting(sg, chan, |g| unsafe {
             g.sendq.remove(sg);
         });
         // SAFETY: unlinked by us or settled; dropping it drops an unsent value with it.
-        unsafe { self.unpark() };
+        unsafe { self.sg.unpark() };
     }
 }
 
@@ -368,7 +366,7 @@ impl<T> Drop for Recv<'_, T> {
 
 impl<T> fmt::Debug for Recv<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Recv").field("parked", &self.op.parked).finish()
+        f.debug_struct("Recv").field("parked", &self.op.sg.parked).finish()
     }
 }
 
@@ -406,6 +404,6 @@ impl<T> Drop for Send<'_, T> {
 
 impl<T> fmt::Debug for Send<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Send").field("parked", &self.op.parked).finish()
+        f.debug_struct("Send").field("parked", &self.op.sg.parked).finish()
     }
 }

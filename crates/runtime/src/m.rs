@@ -11,7 +11,6 @@
 
 use crate::context;
 use crate::coop;
-use crate::g::raw::Who;
 use crate::g::{self, GPtr};
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::p::{self, P, P_RUNNING};
@@ -178,58 +177,6 @@ impl MCtx {
         // SAFETY: null is always valid.
         unsafe { coop::set_flag(std::ptr::null()) };
         self.p.take()
-    }
-
-    /// Marks the start of a G's poll on this M's P: the P's poll count becomes a new odd
-    /// value. sysmon reads an odd count that has not moved since its last look as "one poll
-    /// has been running all along".
-    #[inline]
-    pub(crate) fn poll_start(&self) {
-        // Only sysmon reads the count, and loom models run no sysmon: keep their paths short.
-        #[cfg(not(loom))]
-        if let Some(pid) = self.p.get() {
-            let c = &self.shared.ps[pid].stats.polls;
-            c.store(c.load(Relaxed).wrapping_add(2) | 1, Relaxed);
-        }
-    }
-
-    /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
-    /// that unwound leaves it odd only until the next start).
-    #[inline]
-    pub(crate) fn poll_end(&self) {
-        #[cfg(not(loom))]
-        if let Some(pid) = self.p.get() {
-            let c = &self.shared.ps[pid].stats.polls;
-            c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);
-        }
-    }
-
-    /// After a poll: if sysmon detached our P while the poll blocked the thread (see
-    /// `sysmon::detach`), give it up as a spare. Its remaining Gs go to the global queue.
-    #[inline]
-    pub(crate) fn check_detached(&self, who: Option<Who>) {
-        let Some(pid) = self.p.get() else { return };
-        if self.shared.ps[pid].status.load(Acquire) == p::P_DETACHED {
-            self.drop_detached(pid, who);
-        }
-    }
-
-    #[cold]
-    fn drop_detached(&self, pid: usize, who: Option<Who>) {
-        let sh = &*self.shared;
-        let p = &sh.ps[pid];
-        crate::sysmon::report_blocked(sh, pid, who);
-        // SAFETY (both): this M still owns the ring (a detached P has no other owner).
-        while let Some(g) = unsafe { p.runq.pop_runnext() }.or_else(|| unsafe { p.runq.pop() }) {
-            sh.global.push(g);
-        }
-        let mut idle = sh.idle.lock();
-        self.releasep();
-        p.status.store(p::P_SPARE, Release);
-        idle.spare.push(pid);
-        drop(idle);
-        // The Gs just queued globally need an M: ours has no P now.
-        sh.wakep();
     }
 
     /// Whether this M is a thread inside `block_on`.
