@@ -81,3 +81,51 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     }
     Poll::Ready(())
 }
+
+#[cfg(not(loom))]
+thread_local! {
+    /// A function to call when the current poll ends (see [`at_poll_end`]).
+    static POLL_END: Cell<Option<fn()>> = const { Cell::new(None) };
+}
+
+/// Asks the runtime to call `f` on this thread when the poll now running ends (a G's poll, or
+/// the main future's), or before the G enters [`syscall`](crate::syscall). Returns `false`,
+/// and arranges nothing, off the runtime's threads, or if another function is already
+/// registered for this poll. Not part of the stable API.
+///
+/// For thread-local state that is cheap to keep across the operations of one poll but must not
+/// outlive it: `goro::sync::Map` keeps its thread pinned in crossbeam-epoch for a whole poll
+/// this way, so its operations do not each pay the pin's fence.
+#[doc(hidden)]
+pub fn at_poll_end(f: fn()) -> bool {
+    #[cfg(not(loom))]
+    {
+        let on_m = PREEMPT.try_with(|c| !c.get().is_null()).unwrap_or(false);
+        if !on_m {
+            return false;
+        }
+        POLL_END
+            .try_with(|h| match h.get() {
+                None => {
+                    h.set(Some(f));
+                    true
+                }
+                Some(g) => std::ptr::fn_addr_eq(g, f),
+            })
+            .unwrap_or(false)
+    }
+    #[cfg(loom)]
+    {
+        let _ = f;
+        false
+    }
+}
+
+/// Calls the function registered by [`at_poll_end`], if any (the runtime, after each poll).
+#[inline]
+pub(crate) fn run_poll_end() {
+    #[cfg(not(loom))]
+    if let Some(f) = POLL_END.try_with(|h| h.replace(None)).ok().flatten() {
+        f();
+    }
+}

@@ -243,6 +243,7 @@ impl MCtx {
         // SAFETY: `g` came out of a run queue with the queue's reference.
         let again = unsafe { g::run(g) };
         self.poll_end();
+        coop::run_poll_end();
         self.check_detached(Some(who));
         self.curg.set(outer);
         if let Some(again) = again {

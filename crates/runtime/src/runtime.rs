@@ -207,6 +207,7 @@ impl Runtime {
                 ctx.poll_start();
                 let polled = future.as_mut().poll(&mut cx);
                 ctx.poll_end();
+                crate::coop::run_poll_end();
                 ctx.check_detached(None);
                 if let Poll::Ready(out) = polled {
                     return out;
@@ -321,6 +322,8 @@ struct LeaveBlockOn<'a>(&'a MCtx);
 
 impl Drop for LeaveBlockOn<'_> {
     fn drop(&mut self) {
+        // The main future's last poll may have unwound past `run_poll_end`.
+        crate::coop::run_poll_end();
         if let Some(p) = self.0.releasep() {
             self.0.shared.handoffp(p);
         }

@@ -58,6 +58,8 @@ impl MCtx {
     /// Returns the P, or `None` if this M holds none.
     pub(crate) fn entersyscall(&self) -> Option<usize> {
         let pid = self.p.get()?;
+        // State kept for the length of a poll must not be held through a blocking call.
+        crate::coop::run_poll_end();
         let pp = &self.shared.ps[pid];
         p::bump(&pp.stats.syscalltick, 1);
         self.releasep();

@@ -130,13 +130,26 @@ impl WaitGroup {
     /// wg.wait_blocking();
     /// ```
     #[track_caller]
+    #[inline]
     pub fn add(&self, delta: isize) {
         let Ok(d) = i32::try_from(delta) else {
-            panic!("sync: WaitGroup delta {delta} out of range (the counter is an i32, as in Go)");
+            delta_out_of_range(delta);
         };
         let step = (i64::from(d) as u64) << 32;
         let state = self.inner.state.fetch_add(step, AcqRel).wrapping_add(step);
         let (v, w) = (counter(state), waiters(state));
+        // The common case, one test: the counter is still positive and nobody waits, or it is
+        // positive and this was a decrement (a waiter is only ever released at zero).
+        if v > 0 && (w == 0 || d < 0) {
+            return;
+        }
+        self.add_slow(d, v, w);
+    }
+
+    /// The rest of [`add`](Self::add): Go's panics, and releasing the waiters at zero.
+    #[track_caller]
+    #[cold]
+    fn add_slow(&self, d: i32, v: i32, w: u32) {
         if v < 0 {
             panic!("sync: negative WaitGroup counter");
         }
@@ -162,6 +175,7 @@ impl WaitGroup {
     /// wg.wait_blocking();
     /// ```
     #[track_caller]
+    #[inline]
     pub fn done(&self) {
         self.add(-1);
     }
@@ -246,6 +260,13 @@ impl WaitGroup {
             fut.await
         })
     }
+}
+
+/// `add`'s panic for a delta that does not fit Go's `int32` counter.
+#[track_caller]
+#[cold]
+fn delta_out_of_range(delta: isize) -> ! {
+    panic!("sync: WaitGroup delta {delta} out of range (the counter is an i32, as in Go)");
 }
 
 impl Inner {

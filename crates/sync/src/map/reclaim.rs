@@ -74,12 +74,75 @@ mod epoch {
             Reclaimer
         }
 
-        /// Pins the current thread (cheap: a thread-local counter and one fenced store to the
-        /// thread's own epoch slot, nothing shared is written).
+        /// Pins the current thread.
+        ///
+        /// A first pin costs a fenced store to the thread's own epoch slot (a `lock cmpxchg` on
+        /// x86), about as much as the rest of a `load`. So on goro's threads, inside a G's poll,
+        /// the thread stays pinned for the rest of the poll by an *anchor* guard, and each
+        /// operation's pin is a nested one (a counter, no fence); the runtime drops the anchor
+        /// when the poll ends or the G enters `goro::syscall` (`coop::at_poll_end`), and it
+        /// re-pins every [`ANCHOR_OPS`] operations, so the global epoch keeps advancing during a
+        /// long poll. Elsewhere (plain threads, other executors) every operation pins and
+        /// unpins.
         #[inline]
         pub(crate) fn pin(&self) -> Guard<'_> {
+            anchor();
             Guard { inner: crossbeam_epoch::pin(), _reclaimer: PhantomData }
         }
+    }
+
+    /// Map operations between two re-pins of a poll's anchor guard (crossbeam-epoch's own
+    /// rhythm: it collects garbage every 128 pins).
+    const ANCHOR_OPS: u32 = 128;
+
+    thread_local! {
+        /// The anchor guard of the poll running on this thread, and the operations since it was
+        /// last (re)pinned.
+        static ANCHOR: std::cell::RefCell<Option<(crossbeam_epoch::Guard, u32)>> =
+            const { std::cell::RefCell::new(None) };
+        /// Whether this thread retired something since the anchor last re-pinned.
+        static RETIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Makes sure this thread is pinned by an anchor for the rest of the current poll, if it is
+    /// a goro M inside a poll; otherwise does nothing.
+    #[inline]
+    fn anchor() {
+        let _ = ANCHOR.try_with(|a| {
+            // A nested use (a `V::clone` that touches a map) just pins normally.
+            let Ok(mut slot) = a.try_borrow_mut() else { return };
+            match &mut *slot {
+                Some((guard, ops)) => {
+                    *ops += 1;
+                    if *ops >= ANCHOR_OPS {
+                        // No other guard of ours is alive here (each operation's guard is
+                        // dropped before the next one pins; a nested one makes `repin` do
+                        // nothing), so this lets the epoch move on.
+                        guard.repin();
+                        *ops = 0;
+                        // A nested pin never collects garbage (crossbeam does that on a first
+                        // pin): if this poll retired any, hand it over and collect now.
+                        if RETIRED.try_with(|r| r.replace(false)).unwrap_or(false) {
+                            guard.flush();
+                        }
+                    }
+                }
+                None => {
+                    if goro_runtime::coop::at_poll_end(drop_anchor) {
+                        *slot = Some((crossbeam_epoch::pin(), 0));
+                    }
+                }
+            }
+        });
+    }
+
+    /// Unpins the anchor (the runtime, when the poll ends).
+    fn drop_anchor() {
+        let _ = ANCHOR.try_with(|a| {
+            if let Ok(mut slot) = a.try_borrow_mut() {
+                drop(slot.take());
+            }
+        });
     }
 
     /// A pinned thread: objects retired while it lives are not freed before it is dropped.
@@ -103,6 +166,7 @@ mod epoch {
             // so `defer_destroy` (which later turns it back into a `Box` and drops it) runs once,
             // after every guard that might still see it.
             unsafe { self.inner.defer_destroy(crossbeam_epoch::Shared::from(ptr as *const T)) }
+            let _ = RETIRED.try_with(|r| r.set(true));
         }
 
         /// Moves this thread's deferred garbage to the global queue so any thread may free it
