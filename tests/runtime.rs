@@ -875,6 +875,50 @@ fn num_goroutine_counts_main_and_returns_to_one() {
     }
 }
 
+/// Finished Gs leave `allgs` in batches per P (32 at a time): the count must not include a
+/// batch that is waiting to be unlinked, whatever its fill; every finished G's future was
+/// dropped, and Gs still waiting are counted beside the batches.
+#[test]
+fn num_goroutine_ignores_finished_gs_awaiting_unlink() {
+    let _w = watchdog("num_goroutine_ignores_finished_gs_awaiting_unlink", LIMIT);
+    struct Tally(Arc<AtomicUsize>);
+    impl Drop for Tally {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    for n in [1, 31, 32, 33, 1000, 10_001] {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let runtime = rt(2);
+        let d = dropped.clone();
+        runtime.block_on(async move {
+            let hs: Vec<_> = (0..n)
+                .map(|_| {
+                    let t = Tally(d.clone());
+                    goro::go(async move { drop(t) })
+                })
+                .collect();
+            for h in hs {
+                h.await.unwrap();
+            }
+            yield_until("num_goroutine back to 1", || goro::num_goroutine() == 1).await;
+            assert_eq!(goro::runtime::metrics().goroutines, 1);
+            // Gs still waiting are counted beside the finished ones.
+            let ev = Event::new();
+            let waiting: Vec<_> = (0..5)
+                .map(|_| {
+                    let e = ev.clone();
+                    goro::go(async move { e.wait().await })
+                })
+                .collect();
+            assert_eq!(goro::num_goroutine(), 6);
+            drop(waiting);
+        });
+        drop(runtime);
+        assert_eq!(dropped.load(SeqCst), n, "n = {n}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 11. gfree reuse
 // ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 //! owner's accesses before the next's. Counters that metrics read are atomics written only by the
 //! owner (a relaxed load and store, no read-modify-write).
 
+use crate::g::allgs::DeadGs;
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
@@ -29,7 +30,7 @@ pub(crate) const P_DETACHED: u8 = 3;
 pub(crate) const P_SPARE: u8 = 4;
 
 /// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
-const GOID_BATCH: u64 = 16;
+pub(crate) const GOID_BATCH: u64 = 16;
 
 pub(crate) struct P {
     pub(crate) id: usize,
@@ -64,6 +65,8 @@ pub(crate) struct PLocal {
     /// Consecutive Gs taken from `runnext` while the ring had work (see `runqget`).
     pub(crate) runnext_streak: u32,
     pub(crate) gfree: LocalFree,
+    /// Gs finished here that are still in `allgs` (see `g::allgs`).
+    pub(crate) dead: DeadGs,
     goid_next: u64,
     goid_end: u64,
     rng: u64,
@@ -85,6 +88,9 @@ pub(crate) struct PStats {
     pub(crate) polls: AtomicU64,
     /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
     pub(crate) syscalltick: AtomicU64,
+    /// Gs in `PLocal::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts
+    /// them).
+    pub(crate) dead_pending: AtomicU64,
 }
 
 /// Adds to an owner-written counter without a read-modify-write instruction.
@@ -108,6 +114,7 @@ impl P {
                 schedtick: 0,
                 runnext_streak: 0,
                 gfree: LocalFree::default(),
+                dead: DeadGs::default(),
                 goid_next: 0,
                 goid_end: 0,
                 rng: 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),

@@ -295,6 +295,8 @@ impl Runtime {
         // that destructors which spawn or wake find a runtime that refuses politely.
         let ctx = MCtx::new(self.shared.clone(), StdArc::new(M::new()), None);
         let _enter = context::enter(&ctx);
+        // SAFETY: no M runs. Finished Gs leave the list first, so the drain meets only live ones.
+        unsafe { sh.flush_all_dead() };
         // SAFETY (all three): no M runs, and each G handed to us comes with a reference we own.
         sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
         for p in sh.ps.iter() {

@@ -464,6 +464,18 @@ impl Shared {
 
     /// Live Gs, counting each main G inside `block_on` (Go counts main too).
     pub(crate) fn num_goroutine(&self) -> usize {
-        self.allgs.len() + self.nmains.load(Relaxed)
+        let dead: u64 = self.ps.iter().map(|p| p.stats.dead_pending.load(Relaxed)).sum();
+        (self.allgs.len() + self.nmains.load(Relaxed)).saturating_sub(dead as usize)
+    }
+
+    /// Unlinks every P's batch of finished Gs (shutdown, before draining `allgs`).
+    ///
+    /// # Safety
+    /// No M of the runtime runs.
+    pub(crate) unsafe fn flush_all_dead(&self) {
+        for p in self.ps.iter() {
+            // SAFETY: no M runs, so this thread is the only user of every P.
+            unsafe { crate::g::flush_dead(self, p) };
+        }
     }
 }

@@ -78,10 +78,15 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
     // SAFETY: the caller owns a reference.
     let h = unsafe { g.as_ref() };
     let prev = h.state.transition_to_complete();
-    // Leave `allgs` before the JoinHandle can see the output: a G whose result was received is
-    // no longer counted by `num_goroutine` (the list's reference is still ours to drop below).
+    // Leave `allgs` (or join the P's batch of finished Gs, which `num_goroutine` does not
+    // count) before the JoinHandle can see the output: a G whose result was received is no
+    // longer counted.
+    let mut batched = None;
     if in_list {
-        h.shared().allgs.remove(g);
+        batched = defer_unlink(g);
+        if batched.is_none() {
+            h.shared().allgs.remove(g);
+        }
     }
     if !prev.is_join_interested() {
         // SAFETY: no JoinHandle: the output is ours to drop.
@@ -102,9 +107,68 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
             h.join_waker.with_mut(|w| unsafe { *w = None });
         }
     }
-    if h.state.ref_dec(2) {
-        // SAFETY: those were the last references.
-        unsafe { (h.vtable.dealloc)(g) };
+    match batched {
+        // The batch holds the list's reference: drop only the caller's.
+        Some((p, full)) => {
+            if h.state.ref_dec(1) {
+                unreachable!("goro: a finished G in a dead batch lost its list reference");
+            }
+            if full {
+                let sh = h.shared();
+                // SAFETY: this thread owns P `p` (it just pushed to its batch), and we are not
+                // inside its `with_local`.
+                unsafe { flush_dead(sh, &sh.ps[p]) };
+            }
+        }
+        None => {
+            if h.state.ref_dec(2) {
+                // SAFETY: those were the last references.
+                unsafe { (h.vtable.dealloc)(g) };
+            }
+        }
+    }
+}
+
+/// Puts a finished G (with the list's reference) into the current P's batch of Gs to unlink,
+/// if this thread holds a P of the G's runtime: `Some((p, batch_full))`.
+fn defer_unlink(g: GPtr) -> Option<(usize, bool)> {
+    // SAFETY: the caller holds a reference.
+    let sh = unsafe { g.as_ref() }.shared();
+    crate::context::with(|ctx| {
+        let p = crate::context::current_p_of(ctx, sh)?;
+        let pp = &sh.ps[p];
+        // SAFETY: this thread owns the P, and `push` neither polls nor drops Gs.
+        let full = unsafe { pp.with_local(|l| l.dead.push(g)) };
+        crate::p::bump(&pp.stats.dead_pending, 1);
+        Some((p, full))
+    })
+}
+
+/// Unlinks the Gs of `p`'s dead batch from `allgs` and drops the list's references on them.
+///
+/// # Safety
+/// The calling thread owns `p` (or no M runs), and is not inside `p.with_local`.
+pub(crate) unsafe fn flush_dead(sh: &crate::sched::Shared, p: &crate::p::P) {
+    // SAFETY: caller contract; `take` neither polls nor drops Gs.
+    let (gs, n) = unsafe { p.with_local(|l| l.dead.take()) };
+    if n == 0 {
+        return;
+    }
+    let mut batch = [NonNull::dangling(); allgs::DEAD_BATCH];
+    for (slot, g) in batch.iter_mut().zip(&gs[..n]) {
+        *slot = g.expect("goro: a dead batch slot below its length is filled");
+    }
+    let batch = &mut batch[..n];
+    // SAFETY: each G was pushed once, with the list's reference, and is still in the list.
+    unsafe { sh.allgs.remove_batch(batch) };
+    crate::p::bump(&p.stats.dead_pending, (n as u64).wrapping_neg());
+    for &g in batch.iter() {
+        // SAFETY: the list's reference, which the batch held, is ours to drop.
+        let h = unsafe { g.as_ref() };
+        if h.state.ref_dec(1) {
+            // SAFETY: that was the last reference.
+            unsafe { (h.vtable.dealloc)(g) };
+        }
     }
 }
 
