@@ -12,7 +12,11 @@ A Rust row listed below that the bench does not define (`cargo bench --bench <be
 does not show `<group>/<system>`) is skipped with a note and left blank, so rows that exist on one
 branch only (e.g. goro's map rows before goro::sync::Map merged) need no edit here.
 
-Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go]
+Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go] [--svg FILE] [--from-log FILE]
+
+The per-round lines go to stderr (`round 2/5 W4: goro=146.2  kanal=190.5 ...`); keep them
+(`2> rounds.log`) and `--from-log rounds.log` prints the table (and `--svg` draws the chart)
+again from them without running anything.
 """
 import argparse
 import json
@@ -104,14 +108,81 @@ def run_go(go, prog):
     raise RuntimeError(f"unexpected output from {prog}: {out!r}")
 
 
+def parse_log(path):
+    """The results of an earlier run from its per-round stderr lines: ((id, system) -> [ns],
+    rounds, Go versions)."""
+    results, rounds, gos = {}, 0, set()
+    for line in Path(path).read_text().splitlines():
+        if not line.startswith("round "):
+            continue
+        head, _, rest = line.partition(": ")
+        _, frac, wid = head.split()
+        rounds = max(rounds, int(frac.split("/")[0]))
+        for tok in rest.split():
+            sys_, _, ns = tok.partition("=")
+            results.setdefault((wid, sys_), []).append(float(ns))
+            if sys_.startswith("go1"):
+                gos.add(sys_)
+    return results, rounds, sorted(gos)
+
+
+def svg_chart(path, wls, med, gov, date):
+    """A grouped bar chart: per row, goro, the best Rust peer and each Go, as time relative to
+    the slowest of them (so rows of different scales share one axis), labelled with ns/unit."""
+    colors = {"goro": "#00add8", "rust": "#dea584", "go": ["#5a5a5a", "#a0a0a0"]}
+    bar_h, gap, left, width = 14, 12, 250, 420
+    rows = []
+    for (wid, bench, group, prog, units, systems) in wls:
+        g = med.get((wid, "goro"))
+        if g is None:
+            continue
+        bars = [("goro", g, colors["goro"])]
+        rust = {s: med[(wid, s)] for s in systems[1:] if (wid, s) in med}
+        if rust:
+            best = min(rust, key=rust.get)
+            bars.append((best, rust[best], colors["rust"]))
+        for i, v in enumerate(gov):
+            if (wid, v) in med:
+                bars.append((v, med[(wid, v)], colors["go"][i % 2]))
+        rows.append((f"{wid} {group.split('_', 1)[1]}", bars))
+    height = 60 + sum(len(b) * bar_h + gap for _, b in rows) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 160}" height="{height}" '
+           'font-family="sans-serif" font-size="11">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="10" y="20" font-size="14" font-weight="bold">goro vs the best Rust peer vs Go '
+           f'(ns per unit, lower is better; {date}, 2 cores)</text>',
+           '<text x="10" y="38" fill="#555">Each row\'s bars are scaled to its slowest system; '
+           'the label is the median ns per unit.</text>']
+    y = 55
+    for label, bars in rows:
+        top = max(ns for _, ns, _ in bars)
+        out.append(f'<text x="10" y="{y + len(bars) * bar_h / 2 + 4}" font-weight="bold">{label}</text>')
+        for name, ns, color in bars:
+            w = max(1.0, width * ns / top)
+            out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}"/>')
+            out.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 4}">{name} {ns:.1f}</text>')
+            y += bar_h
+        y += gap
+    out.append("</svg>")
+    Path(path).write_text("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="")
     ap.add_argument("--no-go", action="store_true")
+    ap.add_argument("--svg", help="also write a bar chart of goro, the best Rust peer and Go per row")
+    ap.add_argument("--from-log", help="re-render from the per-round lines of an earlier run's stderr")
+    ap.add_argument("--date", default=None, help="the date shown on the chart (default: today)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     wls = [w for w in WORKLOADS if not only or w[0] in only]
+    if args.from_log:
+        results, args.rounds, gov = parse_log(args.from_log)
+        wls = [w for w in wls if (w[0], "goro") in results or any((w[0], s) in results for s in w[5])]
+        render(args, wls, results, gov)
+        return
     gos = {} if args.no_go else find_gos()
     subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=ROOT, check=True)
     ids = {b: criterion_ids(b) for b in sorted({w[1] for w in wls})}
@@ -129,8 +200,12 @@ def main():
                 results.setdefault((wid, v), []).append(run_go(go, prog))
             line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in present + sorted(gos))
             print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
+    render(args, wls, results, sorted(gos))
+
+
+def render(args, wls, results, gov):
+    """Prints the Markdown table of medians (and writes the chart if asked)."""
     med = {k: statistics.median(v) for k, v in results.items()}
-    gov = sorted(gos)
     # One column per Rust peer seen in any selected workload, in order of first appearance; a
     # row without that peer leaves its cell blank, and its best peer is over what it has.
     rust_peers = []
@@ -161,6 +236,10 @@ def main():
     if any(w[0] in ("W11", "W12", "W13", "W14") for w in wls):
         print("W11-W14: dashmap and rwlock_hashmap (std::sync::RwLock<HashMap>) run on tokio; their load_or_store "
               "looks under the read lock first; only the Gs' work is timed (preload untimed), on Go too.")
+    if args.svg:
+        import datetime
+        svg_chart(args.svg, wls, med, gov, args.date or datetime.date.today().isoformat())
+        print(f"\nchart: {args.svg}")
 
 
 if __name__ == "__main__":
