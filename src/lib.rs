@@ -18,7 +18,7 @@
 //! | Go | goro |
 //! |----|------|
 //! | `func main()` | [`run`], `#[goro::main]` |
-//! | `go f()` | [`go`], [`go!`] |
+//! | `go f()` | [`go`](fn@go), [`go!`](macro@go) |
 //! | `runtime.Gosched()` | [`yield_now`] |
 //! | `runtime.GOMAXPROCS(0)` | [`max_procs`] |
 //! | `runtime.NumGoroutine()` | [`num_goroutine`] |

@@ -337,7 +337,7 @@ impl<T> SendOp<T> {
 /// channel is closed and drained.
 ///
 /// Cancel-safe: if it is dropped after a sender handed it a value, the value goes back into the
-/// channel for the next receiver (see the [module docs](self)).
+/// channel for the next receiver.
 #[must_use = "futures do nothing unless you `.await` them"]
 pub struct Recv<'a, T> {
     pub(crate) chan: &'a Chan<T>,

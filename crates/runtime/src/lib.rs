@@ -24,7 +24,7 @@
 //! ```
 //!
 //! # Layout
-//! - [`g`](crate::g) (private): the G object, its lifecycle word, waker and `JoinHandle`.
+//! - `g` (private): the G object, its lifecycle word, waker and `JoinHandle`.
 //! - `runq`: a P's lock-free ring; `globrunq`: the global queue; `p`, `m`, `sched`: the
 //!   scheduler proper; `park`: thread parking; `context`: the current M and P.
 //! - `loom`: the synchronization shim that lets loom model-check all of the above.

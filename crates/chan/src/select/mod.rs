@@ -7,7 +7,7 @@
 //!    does, and the select returns it. So among the cases ready at once, each is chosen with
 //!    equal probability.
 //! 3. Nothing ready: with a `default`, return it. Otherwise queue one sudog per case, all
-//!    pointing at one shared [`SelectShared`], unlock, and wait.
+//!    pointing at one shared `SelectShared`, unlock, and wait.
 //! 4. A peer that finds one of those sudogs must win the shared state's CAS before it completes
 //!    the operation, so exactly one case fires; peers that lose the CAS skip the sudog.
 //! 5. Woken, the select locks all its channels again, unlinks the sudogs of the cases that did
