@@ -32,8 +32,9 @@
 //!
 //! One difference from Go: a goro `TcpListener` has no `Close` callable while another G is in
 //! `accept` (dropping it is closing it, and the accepting G owns it). Its `accept` is
-//! cancel-safe, though, so the server races it against `ctx.done()` ([`or_done`]) and returns
-//! when the context wins, which is what Go's `ln.Close()` from a watcher goroutine achieves.
+//! cancel-safe, though, so the server races it against the context
+//! ([`Context::or_done`]) and returns when the context wins, which is what Go's `ln.Close()`
+//! from a watcher goroutine achieves.
 //!
 //! ```text
 //! cargo run --release --example echo_server
@@ -42,13 +43,10 @@
 use goro::context::{self, Context, ContextError};
 use goro::net::{TcpListener, TcpStream};
 use goro::sync::WaitGroup;
-use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// How many client Gs.
@@ -69,23 +67,6 @@ struct Stats {
     connections: AtomicU64,
     /// Bytes read and written back.
     bytes: AtomicU64,
-}
-
-/// Runs `fut` until it completes or `ctx` is done, whichever comes first: `None` if the
-/// context won. This is Go's `select` between an operation and `<-ctx.Done()` for an
-/// operation that is a future rather than a channel (`select!` takes channels only); `fut`
-/// must be cancel-safe, as `accept` is, since it is dropped if the context wins.
-async fn or_done<F: Future>(ctx: &Context, fut: F) -> Option<F::Output> {
-    let done = ctx.done();
-    let mut done = pin!(done.recv());
-    let mut fut = pin!(fut);
-    poll_fn(|cx| {
-        if done.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        fut.as_mut().poll(cx).map(Some)
-    })
-    .await
 }
 
 /// Echoes what the client sends until it closes the connection (Go's `handle`: `io.Copy(conn,
@@ -113,7 +94,7 @@ async fn handle(conn: TcpStream, stats: Arc<Stats>) {
 async fn serve(ctx: Context, ln: TcpListener, handlers: WaitGroup, stats: Arc<Stats>) -> io::Result<()> {
     loop {
         // Go's `conn, err := ln.Accept()`, which fails once the watcher closes `ln`.
-        let Some(accepted) = or_done(&ctx, ln.accept()).await else {
+        let Ok(accepted) = ctx.or_done(ln.accept()).await else {
             return Ok(()); // shut down: `ln` drops here, closing the listening socket
         };
         let (conn, _peer) = accepted?;
@@ -191,7 +172,7 @@ async fn main() {
 
     // Every client has closed its connection, so every handler returns; give them 5 s.
     let (grace, cancel_grace) = context::with_timeout(&Context::background(), Duration::from_secs(5));
-    or_done(&grace, handlers.wait()).await.expect("connection handlers still running 5 s after the clients left");
+    grace.or_done(handlers.wait()).await.expect("connection handlers still running 5 s after the clients left");
     cancel_grace();
     let deadline = Instant::now() + Duration::from_secs(5);
     while goro::num_goroutine() > before {

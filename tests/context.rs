@@ -12,6 +12,7 @@ mod common;
 
 use common::watchdog;
 use goro::context::{self, CancelFunc, Context, ContextError};
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -950,5 +951,112 @@ fn without_cancel_keeps_values_and_drops_cancellation() {
         cancel_child();
         assert_done(&child, "child of detached", ContextError::Canceled);
         assert_live(&detached, "detached after its child's cancel");
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// or_done: an operation that is a future, raced against the context
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn or_done_returns_the_output_when_the_operation_wins() {
+    let _w = watchdog("or_done_returns_the_output_when_the_operation_wins", LIMIT);
+    rt(2).block_on(async {
+        let (ctx, cancel) = context::with_cancel(&Context::background());
+        let (tx, rx) = goro::chan::<u32>(1);
+        tx.send(7).await.unwrap();
+        assert_eq!(ctx.or_done(rx.recv()).await, Ok(Some(7)));
+        assert_eq!(Context::background().or_done(async { 3 }).await, Ok(3));
+        cancel();
+    });
+}
+
+#[test]
+fn or_done_on_a_done_context_never_polls_the_operation() {
+    let _w = watchdog("or_done_on_a_done_context_never_polls_the_operation", LIMIT);
+    rt(2).block_on(async {
+        let (ctx, cancel) = context::with_cancel(&Context::background());
+        cancel();
+        let never = std::future::poll_fn(|_| -> std::task::Poll<()> { panic!("polled after the context was done") });
+        assert_eq!(ctx.or_done(never).await, Err(ContextError::Canceled));
+        // The context wins a tie too.
+        assert_eq!(ctx.or_done(async { 1 }).await, Err(ContextError::Canceled));
+    });
+}
+
+/// A pending receive raced against a cancel from another G: the cancel ends it with the
+/// context's error, the dropped receive took nothing, and a value sent afterwards is still
+/// there for the next receiver (cancel safety carries through).
+#[test]
+fn or_done_cancelled_mid_wait_loses_nothing() {
+    let _w = watchdog("or_done_cancelled_mid_wait_loses_nothing", LIMIT);
+    for procs in [1, 2] {
+        rt(procs).block_on(async {
+            let (ctx, cancel) = context::with_cancel(&Context::background());
+            let (tx, rx) = goro::chan::<u32>(0);
+            let parked = Arc::new(AtomicUsize::new(0));
+            let waiter = {
+                let (ctx, rx, parked) = (ctx.clone(), rx.clone(), parked.clone());
+                goro::go(async move {
+                    let mut recv = std::pin::pin!(rx.recv());
+                    let op = std::future::poll_fn(|cx| {
+                        let r = recv.as_mut().poll(cx);
+                        if r.is_pending() {
+                            parked.fetch_add(1, SeqCst); // the receive is queued on the channel
+                        }
+                        r
+                    });
+                    ctx.or_done(op).await
+                })
+            };
+            let start = Instant::now();
+            while parked.load(SeqCst) == 0 {
+                assert!(start.elapsed() < HANG, "the waiter never parked");
+                goro::yield_now().await;
+            }
+            let canceller = goro::go(async move { cancel() });
+            canceller.await.unwrap();
+            assert_eq!(waiter.await.unwrap(), Err(ContextError::Canceled));
+            // No receiver is left queued: a sender waits for the next receiver.
+            let sender = goro::go(async move { tx.send(9).await });
+            goro::select! {
+                recv(rx) -> v => assert_eq!(v, Some(9)),
+                recv(goro::time::after(HANG)) -> _ => panic!("the value sent after the cancel never arrived"),
+            }
+            assert_eq!(sender.await.unwrap(), Ok(()));
+        });
+    }
+}
+
+/// Go's accept loop shut down by a deadline: `or_done(ln.accept())` returns the deadline's
+/// error while connections keep being served until then.
+#[test]
+fn or_done_ends_an_accept_loop_at_the_deadline() {
+    let _w = watchdog("or_done_ends_an_accept_loop_at_the_deadline", LIMIT);
+    rt(2).block_on(async {
+        let ln = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = ln.local_addr().unwrap();
+        let (ctx, cancel) = context::with_timeout(&Context::background(), Duration::from_millis(200));
+        let client = goro::go(async move {
+            for _ in 0..3 {
+                goro::net::TcpStream::connect(addr).await.unwrap();
+            }
+        });
+        let start = Instant::now();
+        let mut accepted = 0;
+        let err = loop {
+            match ctx.or_done(ln.accept()).await {
+                Ok(conn) => {
+                    conn.unwrap();
+                    accepted += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err, ContextError::DeadlineExceeded);
+        assert_eq!(accepted, 3);
+        assert!(start.elapsed() < HANG);
+        client.await.unwrap();
+        cancel();
     });
 }

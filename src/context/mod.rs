@@ -145,7 +145,10 @@ use crate::chan::{Receiver, Sender};
 use node::{lock, Kind, Node};
 use std::any::Any;
 use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
 use std::sync::{Arc, OnceLock};
+use std::task::Poll;
 use std::time::Instant;
 
 /// Cancels its context (Go's `context.CancelFunc`): call it as `cancel()`.
@@ -342,6 +345,54 @@ impl Context {
             Some(cc) => cc.done.receiver(),
             None => never().clone(),
         }
+    }
+
+    /// Runs `fut` until it completes or the context is done, whichever comes first: Go's
+    /// `select { case r := <-op: ...; case <-ctx.Done(): return ctx.Err() }` for an operation
+    /// that is a future rather than a channel (`select!` takes channel cases only), such as a
+    /// socket's `accept` or `read`, a lock, or a `sleep`.
+    ///
+    /// Returns `Ok(output)`, or `Err(ctx.err())` once the context is done; if it is done
+    /// already, `fut` is not polled at all. When both are ready at once the context wins.
+    ///
+    /// # Cancel safety
+    /// When the context wins, `fut` is dropped, so use it with operations that are cancel-safe
+    /// (goro's channel operations, `accept`, `read`, `Mutex::lock`, `sleep` are): then nothing
+    /// is lost. Dropping the `or_done` future drops `fut`.
+    ///
+    /// ```
+    /// use goro::context::{self, Context, ContextError};
+    /// use goro::net::TcpListener;
+    /// use std::time::Duration;
+    ///
+    /// goro::run(async {
+    ///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let (ctx, cancel) = context::with_timeout(&Context::background(), Duration::from_millis(20));
+    ///     // for { conn, err := ln.Accept(); ... }, shut down by the context (Go: a goroutine
+    ///     // that closes `ln` on <-ctx.Done()).
+    ///     let err = loop {
+    ///         match ctx.or_done(ln.accept()).await {
+    ///             Ok(accepted) => drop(accepted?),
+    ///             Err(e) => break e,
+    ///         }
+    ///     };
+    ///     assert_eq!(err, ContextError::DeadlineExceeded);
+    ///     cancel();
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub async fn or_done<F: Future>(&self, fut: F) -> Result<F::Output, ContextError> {
+        let done = self.done();
+        let mut done = pin!(done.recv());
+        let mut fut = pin!(fut);
+        poll_fn(|cx| {
+            if done.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(self.err().expect("goro: a context whose done channel closed has an error")));
+            }
+            fut.as_mut().poll(cx).map(Ok)
+        })
+        .await
     }
 
     /// Why the context is done (Go's `ctx.Err()`): `None` while it is not,
