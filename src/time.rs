@@ -111,6 +111,17 @@ impl Timer {
     ///
     /// # Panics
     /// Outside a goro runtime.
+    ///
+    /// ```
+    /// use goro::time::Timer;
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let start = Instant::now();
+    ///     let t = Timer::new(Duration::from_millis(5)); // t := time.NewTimer(5 * time.Millisecond)
+    ///     let fired = t.c.recv().await.unwrap(); // <-t.C
+    ///     assert!(fired >= start + Duration::from_millis(5));
+    /// });
+    /// ```
     pub fn new(d: Duration) -> Timer {
         let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
@@ -231,6 +242,18 @@ impl Ticker {
     /// # Panics
     /// If `d` is zero (`non-positive interval for NewTicker`, as Go says), or outside a goro
     /// runtime.
+    ///
+    /// ```
+    /// use goro::time::Ticker;
+    /// use std::time::Duration;
+    /// goro::run(async {
+    ///     let ticker = Ticker::new(Duration::from_millis(2));
+    ///     for _ in 0..3 {
+    ///         ticker.c.recv().await.unwrap(); // <-ticker.C
+    ///     }
+    ///     ticker.stop();
+    /// });
+    /// ```
     pub fn new(d: Duration) -> Ticker {
         assert!(!d.is_zero(), "goro: non-positive interval for Ticker::new");
         let (tx, c) = timer_channel();
@@ -241,6 +264,17 @@ impl Ticker {
 
     /// Stops the ticker; no tick is delivered afterwards, not even one sent before and not yet
     /// received (Go 1.23).
+    ///
+    /// ```
+    /// use goro::time::Ticker;
+    /// use std::time::Duration;
+    /// goro::run(async {
+    ///     let ticker = Ticker::new(Duration::from_millis(1));
+    ///     goro::time::sleep(Duration::from_millis(5)).await; // a tick is waiting in `c`
+    ///     ticker.stop();
+    ///     assert!(ticker.c.try_recv().is_err()); // and is gone
+    /// });
+    /// ```
     pub fn stop(&self) {
         self.raw.stop();
         let _ = self.c.try_recv();
@@ -250,6 +284,18 @@ impl Ticker {
     ///
     /// # Panics
     /// If `d` is zero.
+    ///
+    /// ```
+    /// use goro::time::Ticker;
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let ticker = Ticker::new(Duration::from_secs(3600));
+    ///     let start = Instant::now();
+    ///     ticker.reset(Duration::from_millis(2)); // now every 2 ms
+    ///     ticker.c.recv().await.unwrap();
+    ///     assert!(start.elapsed() < Duration::from_secs(3600));
+    /// });
+    /// ```
     pub fn reset(&self, d: Duration) {
         assert!(!d.is_zero(), "goro: non-positive interval for Ticker::reset");
         self.raw.stop();

@@ -38,6 +38,23 @@ pub(crate) unsafe fn set_flag(flag: *const AtomicBool) {
 
 /// Whether the calling G should yield now because sysmon asked its P to (the flag is cleared:
 /// one yield per request). Always `false` off the runtime's threads.
+///
+/// For a long computation without goro yield points, which would otherwise keep its P for
+/// as long as it runs:
+///
+/// ```
+/// let rt = goro_runtime::Builder::new().build().unwrap();
+/// rt.block_on(async {
+///     let mut sum = 0u64;
+///     for i in 0..1_000_000u64 {
+///         sum = sum.wrapping_add(i * i);
+///         if goro_runtime::coop::should_yield() {
+///             goro_runtime::yield_now().await; // sysmon saw us run for 10 ms: let others in
+///         }
+///     }
+///     assert!(sum > 0);
+/// });
+/// ```
 #[inline]
 pub fn should_yield() -> bool {
     let flag = PREEMPT.try_with(|c| c.get()).unwrap_or(ptr::null());

@@ -56,6 +56,30 @@ impl ReadyEvent {
 /// A mio source registered with the calling thread's runtime. Deregister it
 /// ([`deregister`](Registration::deregister)) before closing the source; dropping the
 /// registration wakes any G still waiting on it.
+///
+/// A UDP receive that parks its G until a datagram arrives (what `goro::net::UdpSocket` does):
+///
+/// ```
+/// use goro_runtime::io::{Direction, Registration};
+/// use std::future::poll_fn;
+///
+/// let rt = goro_runtime::Builder::new().build().unwrap();
+/// rt.block_on(async {
+///     let mut rx = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+///     let mut reg = Registration::new(&mut rx, mio::Interest::READABLE)?;
+///     let addr = rx.local_addr()?;
+///     goro_runtime::go(async move {
+///         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+///         tx.send_to(b"ping", addr).unwrap();
+///     });
+///     let mut buf = [0u8; 16];
+///     // Try `recv`; on WouldBlock, park until the netpoller reports the socket readable.
+///     let n = poll_fn(|cx| reg.poll_io(cx, Direction::Read, || rx.recv(&mut buf))).await?;
+///     assert_eq!(&buf[..n], b"ping");
+///     reg.deregister(&mut rx) // before `rx` closes
+/// })
+/// .unwrap();
+/// ```
 pub struct Registration {
     io: Arc<ScheduledIo>,
     shared: std::sync::Arc<Shared>,

@@ -64,6 +64,18 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///
 /// Cancel-safe: dropping it stops its timer. It can be moved to a new deadline with
 /// [`reset`](Sleep::reset) (useful in a `select!` loop).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = goro_runtime::Builder::new().build().unwrap();
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let mut nap = std::pin::pin!(goro_runtime::time::sleep(Duration::from_secs(3600)));
+///     nap.as_mut().reset(Instant::now() + Duration::from_millis(2)); // move the deadline
+///     nap.await;
+///     assert!(start.elapsed() >= Duration::from_millis(2));
+/// });
+/// ```
 #[must_use = "futures do nothing unless you `.await` them"]
 pub struct Sleep {
     /// `None`: further than the clock can represent (never fires).
