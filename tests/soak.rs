@@ -675,9 +675,9 @@ fn many_gs_alive_at_once_smoke() {
 // ---------------------------------------------------------------------------------------------
 
 /// How long the busy Gs of the mixed soak pause (in `sleep`) after each batch of work. The
-/// pauses leave the Ps idle now and then; without them, a G returning from `goro::syscall`
-/// waits for an idle P forever (a goro bug: `tests/known_bugs.rs`,
-/// `syscall_return_starved_by_busy_gs`).
+/// pauses leave the Ps idle now and then. (Without them, a G returning from `goro::syscall`
+/// used to wait for an idle P forever; fixed, see `tests/sysmon.rs`,
+/// `a_g_back_from_syscall_gets_a_p_while_others_stay_busy`.)
 const PACE: Duration = Duration::from_millis(1);
 
 /// Ping-pong over a pair of channels of capacity `cap` until `stop`; returns (round trips seen

@@ -214,3 +214,60 @@ fn timers_fire_while_ps_are_in_syscalls() {
         assert!(slept < Duration::from_secs(5), "a 10 ms sleep took {slept:?}");
     });
 }
+
+/// A G back from `goro::syscall` whose P was retaken gets a P again although other Gs keep
+/// every P busy (found by the mixed soak). Go queues the returning G on the global queue, which
+/// a busy P polls every 61 ticks; goro's returning M waits with the G's poll on its stack, and a
+/// busy P hands itself to it every 61 ticks. Each P runs an unbuffered ping-pong pair that
+/// always has work; a third G makes 100 syscalls of 500 µs, many outlasting a sysmon tick. They
+/// take ~50 ms; before the fix the returning G waited seconds or forever.
+#[test]
+fn a_g_back_from_syscall_gets_a_p_while_others_stay_busy() {
+    let _w = watchdog("a_g_back_from_syscall_gets_a_p_while_others_stay_busy", LIMIT);
+    for procs in [1, 2] {
+        let rt = Builder::new().max_procs(procs).build().expect("build runtime");
+        let took = rt.block_on(async move {
+            let stop = Arc::new(AtomicBool::new(false));
+            let pairs: Vec<_> = (0..procs)
+                .map(|_| {
+                    let (a_tx, a_rx) = goro::chan::<u64>(0);
+                    let (b_tx, b_rx) = goro::chan::<u64>(0);
+                    let ponger = goro::go(async move {
+                        while let Some(v) = a_rx.recv().await {
+                            let _ = b_tx.send(v).await;
+                        }
+                    });
+                    let s = stop.clone();
+                    let pinger = goro::go(async move {
+                        let mut n = 0;
+                        while !s.load(SeqCst) {
+                            a_tx.send(n).await.unwrap();
+                            b_rx.recv().await.unwrap();
+                            n += 1;
+                        }
+                    });
+                    (pinger, ponger)
+                })
+                .collect();
+            let start = Instant::now();
+            goro::go(async move {
+                for _ in 0..100 {
+                    goro::syscall(|| std::thread::sleep(Duration::from_micros(500)));
+                }
+            })
+            .await
+            .unwrap();
+            let took = start.elapsed();
+            stop.store(true, SeqCst);
+            for (pinger, ponger) in pairs {
+                pinger.await.unwrap();
+                ponger.await.unwrap();
+            }
+            took
+        });
+        assert!(
+            took < Duration::from_secs(5),
+            "procs = {procs}: 100 syscalls of 500 us took {took:?}: the returning G waited for a P"
+        );
+    }
+}

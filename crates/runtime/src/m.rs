@@ -279,8 +279,9 @@ impl MCtx {
                 return Found::Main;
             }
             let Some(pid) = self.p.get() else {
-                // Only an M in block_on gets here without a P. Take an idle one if there is,
-                // else sleep until handed one or woken for the main future.
+                // An M in block_on, or one that gave its P to an M back from a syscall, gets here
+                // without a P. Take an idle one if there is, else sleep until handed one (or
+                // woken for the main future).
                 if let Some(pid) = sh.pidleget() {
                     self.acquirep(pid);
                     continue 'top;
@@ -299,6 +300,14 @@ impl MCtx {
             // Every 61st tick, check the global queue first, so a busy P cannot starve it.
             // SAFETY: this M owns `p`.
             let tick = unsafe { p.with_local(|l| l.schedtick) };
+            // An M back from a syscall waits for a P while this one stays busy: it gets ours.
+            if tick % 61 == 0
+                && sh.syscall_waiting.load(Relaxed) != 0
+                && !self.spinning.get()
+                && self.handoff_to_syscall_waiter(pid)
+            {
+                continue 'top;
+            }
             if tick % 61 == 0 && !sh.global.is_empty() {
                 if let Some(g) = sh.global.pop() {
                     p::bump(&p.stats.global_runq_polls, 1);

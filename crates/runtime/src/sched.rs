@@ -95,6 +95,9 @@ pub(crate) struct Shared {
     /// Threads inside `block_on` right now (each is an M, and its future a main G).
     pub(crate) nmains: AtomicUsize,
     pub(crate) handoffs: AtomicU64,
+    /// `Idle::syscall_waiters.len()`, readable without the lock: `findrunnable` looks at it
+    /// every 61st tick to give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
+    pub(crate) syscall_waiting: AtomicUsize,
     /// Gs spawned by threads holding no P of this runtime (the Ps count the others).
     pub(crate) spawned_off_p: AtomicU64,
     pub(crate) start: Instant,
@@ -137,6 +140,7 @@ impl Shared {
             nthreads: AtomicUsize::new(0),
             nmains: AtomicUsize::new(0),
             handoffs: AtomicU64::new(0),
+            syscall_waiting: AtomicUsize::new(0),
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
             netpoll: Netpoll::new()?,
@@ -419,6 +423,7 @@ impl Shared {
     pub(crate) fn pidleput_locked(&self, idle: &mut Idle, p: usize) {
         if let Some(m) = idle.syscall_waiters.pop() {
             // An M back from a syscall waits for a P: it gets this one.
+            self.syscall_waiting.fetch_sub(1, Relaxed);
             self.ps[p].status.store(p::P_RUNNING, Relaxed);
             m.hand(p, false);
             m.parker.unpark();

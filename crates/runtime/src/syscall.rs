@@ -79,6 +79,29 @@ impl MCtx {
         self.exitsyscall_slow();
     }
 
+    /// Gives P `pid`, which this M holds between two Gs, to an M back from a syscall that
+    /// waits for a P (`exitsyscall_slow`); `false` if none waits. `findrunnable` calls it every
+    /// 61st tick while one waits, so Gs that keep every P busy cannot starve the returning G
+    /// (Go queues that G on the global run queue, which a busy P polls every 61 ticks; here its
+    /// poll is still on the waiting M's stack, so the P goes to the M instead). This M is left
+    /// without a P and looks for one (or sleeps) like any idle M.
+    pub(crate) fn handoff_to_syscall_waiter(&self, pid: usize) -> bool {
+        let sh = &*self.shared;
+        let mut idle = sh.idle.lock();
+        let Some(m) = idle.syscall_waiters.pop() else {
+            return false;
+        };
+        sh.syscall_waiting.fetch_sub(1, Relaxed);
+        let released = self.releasep();
+        debug_assert_eq!(released, Some(pid), "goro: handing off a P this M does not hold");
+        sh.ps[pid].status.store(P_RUNNING, Relaxed);
+        sh.handoffs.fetch_add(1, Relaxed);
+        // Under the lock, as `pidleput_locked` hands a P to a waiter.
+        m.hand(pid, false);
+        m.parker.unpark();
+        true
+    }
+
     #[cold]
     fn exitsyscall_slow(&self) {
         let sh = &*self.shared;
@@ -93,6 +116,7 @@ impl MCtx {
         }
         // `pidleput` hands the next freed P to us (under the same lock).
         idle.syscall_waiters.push(self.m.clone());
+        sh.syscall_waiting.fetch_add(1, Relaxed);
         drop(idle);
         loop {
             self.m.parker.park();
@@ -104,7 +128,9 @@ impl MCtx {
             }
             if sh.shutdown.load(Acquire) {
                 let me = std::sync::Arc::as_ptr(&self.m);
+                let before = idle.syscall_waiters.len();
                 idle.syscall_waiters.retain(|m| !std::ptr::eq(std::sync::Arc::as_ptr(m), me));
+                sh.syscall_waiting.fetch_sub(before - idle.syscall_waiters.len(), Relaxed);
                 return;
             }
         }
