@@ -1465,3 +1465,89 @@ fn pingpong_stays_on_one_p() {
     assert!(same * 2 > TRIPS, "only {same} of {TRIPS} round trips had both Gs on one thread");
     assert!(runnext >= TRIPS, "runnext_runs grew by {runnext} over {TRIPS} round trips");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A value in flight when the channel closes (found by the MPMC soak)
+// ---------------------------------------------------------------------------------------------
+
+/// A receive future is handed 7 (its sender's `try_send` returns `Ok`), the channel closes,
+/// and the future is dropped: its value goes back to the channel. Until then the channel must
+/// not look "closed and drained" to other receivers (`Empty`, not `Closed`), or a consumer loop
+/// that ends on `None` would miss a value whose send succeeded.
+#[test]
+fn a_value_in_flight_at_close_is_not_stranded() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    let other = rx.clone();
+    let mut recv = Box::pin(rx.recv());
+    assert!(poll_noop(recv.as_mut()).is_pending());
+    tx.try_send(7).expect("handed to the parked receive");
+    assert!(tx.close());
+    assert_eq!(other.try_recv(), Err(TryRecvError::Empty), "closed, but 7 may come back");
+    drop(recv); // 7 goes back to the channel
+    assert_eq!(other.try_recv(), Ok(7));
+    assert_eq!(other.try_recv(), Err(TryRecvError::Closed));
+
+    // The same with the value returned: once it is, the channel is drained.
+    let (tx, rx) = goro::chan::<u32>(0);
+    let mut recv = Box::pin(rx.recv());
+    assert!(poll_noop(recv.as_mut()).is_pending());
+    tx.try_send(8).unwrap();
+    tx.close();
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(poll_noop(recv.as_mut()), Poll::Ready(Some(8)));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+}
+
+/// A receiver blocked on the channel when it closes, with a value in flight to another
+/// receive: it waits for that value's fate instead of returning `None` at once, and gets the
+/// value when the other receive is dropped (or `None` when it returns the value).
+#[test]
+fn a_blocked_receiver_waits_for_a_value_in_flight_at_close() {
+    for give_back in [true, false] {
+        let (tx, rx) = goro::chan::<u32>(0);
+        let mut recv = Box::pin(rx.recv());
+        assert!(poll_noop(recv.as_mut()).is_pending());
+        let waiter = {
+            let rx = rx.clone();
+            std::thread::spawn(move || rx.recv_blocking())
+        };
+        // 5 goes to `recv`, first in line; the waiter parks before or after the close.
+        while tx.try_send(5).is_err() {
+            std::thread::yield_now();
+        }
+        tx.close();
+        let mine = if give_back {
+            drop(recv);
+            None
+        } else {
+            match poll_noop(recv.as_mut()) {
+                Poll::Ready(v) => v,
+                Poll::Pending => panic!("the handed value is ready"),
+            }
+        };
+        let theirs = waiter.join().unwrap();
+        assert_eq!((mine, theirs), if give_back { (None, Some(5)) } else { (Some(5), None) });
+    }
+}
+
+/// The same for a `select!` receive case: a select that was handed a value and is dropped
+/// before returning it gives the value back, and a receiver that saw the close waits for it.
+#[test]
+fn a_select_dropped_with_a_value_in_flight_gives_it_back_after_close() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    let (_never_tx, never) = goro::chan::<u32>(0);
+    let other = rx.clone();
+    let mut sel = Box::pin(async {
+        goro::select! {
+            recv(rx) -> v => v,
+            recv(never) -> v => v,
+        }
+    });
+    assert!(poll_noop(sel.as_mut()).is_pending());
+    tx.try_send(9).expect("handed to the waiting select");
+    tx.close();
+    assert_eq!(other.try_recv(), Err(TryRecvError::Empty));
+    drop(sel);
+    assert_eq!(other.try_recv(), Ok(9));
+    assert_eq!(other.try_recv(), Err(TryRecvError::Closed));
+}

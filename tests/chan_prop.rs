@@ -124,11 +124,33 @@ impl Model {
             *self.state(id) = PState::SendDone;
             return Ok(sv);
         }
-        if self.chans[c].closed {
+        // A closed channel is drained only when no handed value can still come back.
+        if self.chans[c].closed && self.inflight(c) == 0 {
             Err(TryRecvError::Closed)
         } else {
             Err(TryRecvError::Empty)
         }
+    }
+
+    /// Values handed to receive futures of `c` that have not returned them: a dropped one
+    /// gives its value back.
+    fn inflight(&self, c: usize) -> usize {
+        self.futs.iter().flatten().filter(|(fc, st)| *fc == c && matches!(st, PState::RecvGot(_))).count()
+    }
+
+    /// Closed, empty and nothing in flight: the receivers still waiting get `None`.
+    fn release_if_drained(&mut self, c: usize) {
+        if self.chans[c].closed && self.chans[c].buf.is_empty() && self.inflight(c) == 0 {
+            for id in std::mem::take(&mut self.chans[c].recvq) {
+                *self.state(id) = PState::RecvClosed;
+            }
+        }
+    }
+
+    /// A future returned its outcome (and is gone).
+    fn returned(&mut self, id: usize) {
+        let (c, _) = self.futs[id].take().expect("live future");
+        self.release_if_drained(c);
     }
 
     fn close(&mut self, c: usize) -> bool {
@@ -136,19 +158,18 @@ impl Model {
             return false;
         }
         self.chans[c].closed = true;
-        for id in std::mem::take(&mut self.chans[c].recvq) {
-            *self.state(id) = PState::RecvClosed;
-        }
         for id in std::mem::take(&mut self.chans[c].sendq) {
             let PState::SendWaiting(v) = *self.state(id) else { unreachable!() };
             *self.state(id) = PState::SendClosed(v);
         }
+        // Receivers wait while a handed value may still come back.
+        self.release_if_drained(c);
         true
     }
 
     fn recv_ready(&self, c: usize) -> bool {
         let ch = &self.chans[c];
-        !ch.buf.is_empty() || !ch.sendq.is_empty() || ch.closed
+        !ch.buf.is_empty() || !ch.sendq.is_empty() || (ch.closed && self.inflight(c) == 0)
     }
 
     fn send_ready(&self, c: usize) -> bool {
@@ -307,7 +328,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     (Poll::Pending, None) => {}
                     (Poll::Ready(out), Some(want)) => {
                         prop_assert_eq!(actual(out), want, "step {}: future {} in state {:?}", step, id, st);
-                        m.futs[*id] = None;
+                        m.returned(*id);
                         kept.remove(i);
                     }
                     (got, want) => {

@@ -241,8 +241,6 @@ struct OpCounts {
     select_recv_default: u64,
     recv_poll_dropped: u64,
     recv_raced_lost: u64,
-    /// Values found in the channel after every consumer had seen it closed and drained.
-    stranded: u64,
 }
 
 impl std::ops::AddAssign for OpCounts {
@@ -259,7 +257,6 @@ impl std::ops::AddAssign for OpCounts {
         self.select_recv_default += o.select_recv_default;
         self.recv_poll_dropped += o.recv_poll_dropped;
         self.recv_raced_lost += o.recv_raced_lost;
-        self.stranded += o.stranded;
     }
 }
 
@@ -452,28 +449,15 @@ async fn mpmc_round(cap: usize, round: Arc<Round>, rng: &mut Rng) -> (OpCounts, 
     for c in consumers {
         counts += c.await.expect("consumer");
     }
-    // Every consumer saw `None`, so the channel was closed and drained. A value may still be
-    // in it: one handed to a victim consumer whose G was aborted after an early close, which
-    // its dropped receive future gave back to the channel after the others had seen `None`
-    // (a goro bug: `tests/known_bugs.rs`, `stranded_value_after_close`). Count those; anything else is a bug.
-    let mut stranded = 0u64;
-    loop {
-        match rx.try_recv() {
-            Err(TryRecvError::Closed) => break,
-            Ok(t) => {
-                assert!(
-                    round.close_at != u32::MAX,
-                    "cap {cap}: value {} left in a channel closed after every send ended",
-                    t.id
-                );
-                t.received();
-                round.received.fetch_add(1, SeqCst);
-                stranded += 1;
-            }
-            Err(TryRecvError::Empty) => panic!("cap {cap}: try_recv says Empty after close"),
-        }
+    // Every consumer saw `None`, so the channel was closed and drained: nothing may be left in
+    // it, not even a value handed to a victim consumer whose G was aborted after an early close
+    // (its dropped receive gives the value back, and the others wait for that before they see
+    // `None`; this used to strand values here, see `chan.rs`'s `inflight`).
+    match rx.try_recv() {
+        Err(TryRecvError::Closed) => {}
+        Ok(t) => panic!("cap {cap}: value {} stranded in a channel every consumer saw drained", t.id),
+        Err(TryRecvError::Empty) => panic!("cap {cap}: try_recv says Empty after every consumer saw None"),
     }
-    counts.stranded += stranded;
     (counts, aborted)
 }
 

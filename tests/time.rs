@@ -967,8 +967,12 @@ fn hundred_thousand_sleepers_cost_no_thread_each() {
                 }
             }));
         }
-        // Each G counts itself just before its sleep arms (same poll).
-        yield_until("every G to fall asleep", || asleep.load(SeqCst) == N).await;
+        // Each G counts itself just before its sleep arms (same poll, maybe on the other M, so
+        // the count can lead the timers by a moment): wait for both, or for the wake-up time.
+        yield_until("every G to fall asleep", || {
+            asleep.load(SeqCst) == N && (goro::runtime::metrics().timers >= N || Instant::now() >= wake_at)
+        })
+        .await;
         let m = goro::runtime::metrics();
         if Instant::now() < wake_at {
             assert_eq!(woke.load(SeqCst), 0);

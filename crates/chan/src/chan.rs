@@ -11,12 +11,30 @@
 //! - The buffer holds at most `cap` values, plus at most the values given back by receive
 //!   futures that were dropped after a sender had handed them a value ([`Inner::give_back`]).
 //! - Once `closed`, no sudog is queued on `sendq`; once `rx_gone`, none on either queue.
+//! - Once `closed`, a sudog stays queued on `recvq` only while `Chan::inflight` is not zero:
+//!   a value that left the channel for a receive future may still come back (the future is
+//!   dropped and gives it back), so the channel is not yet "closed and drained" and its
+//!   receivers wait for that value's fate. The receive that settles the last such value
+//!   ([`Chan::claim`]) releases them.
+//!
+//! `inflight` counts the values handed to a queued receiver (`try_send`, `give_back`) and not
+//! yet returned to the user or given back; its top bit ([`INFLIGHT_CLOSED`]) mirrors `closed`.
+//! The count is raised under the lock and lowered by the receiver without it. Keeping both in
+//! one word makes the race between `close` and the last claim a pair of read-modify-writes on
+//! one atomic: `close` sets the bit and sees the count, a claim lowers the count and sees the
+//! bit, and whichever comes second in the word's order sees both, so exactly one of them (or
+//! both, harmlessly) releases the waiting receivers. A receiver that reads the count under the
+//! lock may see it stale only too high (raises happen under the lock it holds), and then the
+//! claim that lowered it to zero releases that receiver after it parked.
 
 use crate::error::{TryRecvError, TrySendError};
 use crate::loom::{AtomicUsize, Ordering::*, RawLock, UnsafeCell};
 use crate::waitq::{Sudog, WaitQueue, CLOSED, DONE};
 use std::collections::VecDeque;
 use std::task::Waker;
+
+/// The bit of `Chan::inflight` that says the channel is closed; the bits below count.
+pub(crate) const INFLIGHT_CLOSED: usize = 1 << (usize::BITS - 1);
 
 pub(crate) struct Chan<T> {
     /// Not padded: everything it guards is read right after taking it, so lock word and state
@@ -28,6 +46,9 @@ pub(crate) struct Chan<T> {
     pub(crate) senders: AtomicUsize,
     /// Live `Receiver` handles; when the last one goes, sends fail and return their value.
     pub(crate) receivers: AtomicUsize,
+    /// Values out of the channel that a receive future may still give back, and
+    /// [`INFLIGHT_CLOSED`] once closed (module docs).
+    pub(crate) inflight: AtomicUsize,
     /// Under loom the lock order must not depend on where the allocator put the channels (a
     /// model has to replay identically), so channels are ordered by creation instead.
     #[cfg(loom)]
@@ -69,6 +90,7 @@ impl<T> Chan<T> {
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
+            inflight: AtomicUsize::new(0),
             #[cfg(loom)]
             id: {
                 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
@@ -107,12 +129,37 @@ impl<T> Chan<T> {
         self.inner.with_mut(|i| unsafe { &mut *i })
     }
 
+    /// A receive returned to its user a value that was in flight (handed to it by a sender,
+    /// or given back to it). The last such value out of a closed channel releases the
+    /// receivers that were waiting for its fate (module docs).
+    #[inline]
+    pub(crate) fn claim(&self) {
+        if self.inflight.fetch_sub(1, AcqRel) == INFLIGHT_CLOSED | 1 {
+            self.release_waiting_receivers();
+        }
+    }
+
+    #[cold]
+    fn release_waiting_receivers(&self) {
+        let mut wake = Vec::new();
+        self.lock().release_recv_if_drained(&self.inflight, &mut wake);
+        wake_all(wake);
+    }
+
     /// An address that orders channels for locking (Go's `lockorder` sorts by `hchan` address).
     pub(crate) fn addr(&self) -> usize {
         #[cfg(loom)]
         return self.id;
         #[cfg(not(loom))]
         return self as *const Chan<T> as usize;
+    }
+}
+
+impl<'a, T> Guard<'a, T> {
+    /// The locked channel.
+    #[inline]
+    pub(crate) fn chan(&self) -> &'a Chan<T> {
+        self.chan
     }
 }
 
@@ -174,8 +221,9 @@ impl<T> Inner<T> {
     }
 
     /// Go's `chansend` without blocking: hand `v` to a waiting receiver, else buffer it. On
-    /// success returns the waker of the receiver to wake once the lock is released.
-    pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Waker>, TrySendError<T>> {
+    /// success returns the waker of the receiver to wake once the lock is released. `inflight`
+    /// is the channel's count (module docs).
+    pub(crate) fn try_send(&mut self, v: T, inflight: &AtomicUsize) -> Result<Option<Waker>, TrySendError<T>> {
         if self.closed || self.rx_gone {
             return Err(TrySendError::Closed(v));
         }
@@ -185,6 +233,8 @@ impl<T> Inner<T> {
             // Straight into the receiver's slot: no trip through the buffer.
             // SAFETY: the dequeued sudog is ours until we publish its state.
             unsafe { rg.put_elem(v) };
+            // Before DONE is published: the receiver's claim must find it counted.
+            inflight.fetch_add(1, AcqRel);
             rg.state.store(DONE, Release);
             return Ok(waker);
         }
@@ -197,8 +247,9 @@ impl<T> Inner<T> {
 
     /// Go's `chanrecv` without blocking. With a full buffer and a waiting sender, takes the
     /// head and moves the sender's value into the freed tail slot (FIFO kept); with no buffer,
-    /// takes the sender's value directly.
-    pub(crate) fn try_recv(&mut self) -> Result<(T, Option<Waker>), TryRecvError> {
+    /// takes the sender's value directly. A closed channel with values still in flight is
+    /// `Empty`, not `Closed`: one of them may come back (module docs).
+    pub(crate) fn try_recv(&mut self, inflight: &AtomicUsize) -> Result<(T, Option<Waker>), TryRecvError> {
         if let Some(v) = self.buf.pop_front() {
             let mut waker = None;
             if self.buf.len() < self.cap {
@@ -221,21 +272,46 @@ impl<T> Inner<T> {
             sg.state.store(DONE, Release);
             return Ok((v, w));
         }
-        if self.closed {
+        if self.closed && inflight.load(Acquire) & !INFLIGHT_CLOSED == 0 {
             return Err(TryRecvError::Closed);
         }
         Err(TryRecvError::Empty)
     }
 
-    /// Go's `closechan`: `false` if already closed. Every blocked receiver is woken with
-    /// `None`, every blocked sender with its value back; their wakers go to `wake`.
-    pub(crate) fn close(&mut self, wake: &mut Vec<Waker>) -> bool {
+    /// Go's `closechan`: `false` if already closed. Every blocked sender is woken with its
+    /// value back, every blocked receiver with `None` unless values are still in flight (then
+    /// the last claim releases them); their wakers go to `wake`. `inflight` is the channel's
+    /// (module docs).
+    pub(crate) fn close(&mut self, wake: &mut Vec<Waker>, inflight: &AtomicUsize) -> bool {
         if self.closed {
             return false;
         }
         self.closed = true;
-        self.release_all(wake);
+        // SAFETY: we hold the lock; each drained sudog is ours until its state is set.
+        unsafe {
+            self.sendq.drain(|sg, w| {
+                sg.state.store(CLOSED, Release);
+                wake.extend(w);
+            });
+        }
+        if inflight.fetch_or(INFLIGHT_CLOSED, AcqRel) == 0 {
+            self.release_recv_if_drained(inflight, wake);
+        }
         true
+    }
+
+    /// Closed, nothing buffered, nothing in flight: every waiting receiver gets `None`.
+    pub(crate) fn release_recv_if_drained(&mut self, inflight: &AtomicUsize, wake: &mut Vec<Waker>) {
+        if !self.closed || !self.buf.is_empty() || inflight.load(Acquire) & !INFLIGHT_CLOSED != 0 {
+            return;
+        }
+        // SAFETY: we hold the lock; each drained sudog is ours until its state is set.
+        unsafe {
+            self.recvq.drain(|sg, w| {
+                sg.state.store(CLOSED, Release);
+                wake.extend(w);
+            });
+        }
     }
 
     /// Settles every queued waiter as `CLOSED` (receivers get `None`, senders keep their
@@ -263,23 +339,30 @@ impl<T> Inner<T> {
         std::mem::take(&mut self.buf)
     }
 
-    /// A receive future was handed `v` by a sender but was dropped before returning it: the
+    /// A receive future got `v` out of the channel but was dropped before returning it: the
     /// value goes back into the channel, to the next waiting receiver or the front of the
-    /// buffer (it was the oldest value), so nothing is lost.
-    pub(crate) fn give_back(&mut self, v: T) -> Option<Waker> {
-        if self.rx_gone {
-            // Nobody can receive it: it is dropped (by the caller, outside the lock).
-            self.buf.push_front(v);
-            return None;
+    /// buffer (it was the oldest value), so nothing is lost. `counted`: `v` was in flight (it
+    /// was handed to the receive, see the module docs), and stops being so unless it is handed
+    /// on.
+    pub(crate) fn give_back(&mut self, v: T, counted: bool, inflight: &AtomicUsize) -> Option<Waker> {
+        if !self.rx_gone {
+            // SAFETY: we hold the lock.
+            if let Some((rg, w)) = unsafe { self.recvq.dequeue() } {
+                // SAFETY: the dequeued sudog is ours until we publish its state.
+                unsafe { rg.put_elem(v) };
+                if !counted {
+                    inflight.fetch_add(1, AcqRel);
+                }
+                rg.state.store(DONE, Release);
+                return w;
+            }
         }
-        // SAFETY: we hold the lock.
-        if let Some((rg, w)) = unsafe { self.recvq.dequeue() } {
-            // SAFETY: the dequeued sudog is ours until we publish its state.
-            unsafe { rg.put_elem(v) };
-            rg.state.store(DONE, Release);
-            return w;
-        }
+        // Into the buffer (after `rx_gone`, to be dropped with it). Receivers waiting on a
+        // closed channel were all dequeued above, so nothing is left to release.
         self.buf.push_front(v);
+        if counted {
+            inflight.fetch_sub(1, AcqRel);
+        }
         None
     }
 

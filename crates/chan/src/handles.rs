@@ -81,7 +81,7 @@ impl<T> Sender<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        let w = self.chan.lock().try_send(value)?;
+        let w = self.chan.lock().try_send(value, &self.chan.inflight)?;
         if let Some(w) = w {
             w.wake();
         }
@@ -116,6 +116,12 @@ impl<T> Sender<T> {
     /// Closes the channel (Go's `close(ch)`): receivers drain the buffer, then get `None`;
     /// blocked and later sends fail with their value back. Returns `true` if this call closed
     /// it, `false` if it was already closed (Go panics there).
+    ///
+    /// Cancellation adds one rule Go does not need: while a value handed to a receive future
+    /// (its send reported `Ok`) has not been returned by that future, other receivers do not
+    /// see the channel as drained (`try_recv` says `Empty`, `recv` waits): if that future is
+    /// dropped, the value comes back to them. (A receive future that is leaked with a value,
+    /// e.g. by `mem::forget`, therefore keeps the others waiting.)
     ///
     /// ```
     /// let (tx, rx) = goro::chan(2);
@@ -191,7 +197,7 @@ impl<T> Sender<T> {
 
 fn close<T>(chan: &Chan<T>) -> bool {
     let mut wake = Vec::new();
-    let closed = chan.lock().close(&mut wake);
+    let closed = chan.lock().close(&mut wake, &chan.inflight);
     wake_all(wake);
     closed
 }
@@ -225,7 +231,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(3));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        let (v, w) = self.chan.lock().try_recv()?;
+        let (v, w) = self.chan.lock().try_recv(&self.chan.inflight)?;
         if let Some(w) = w {
             w.wake();
         }

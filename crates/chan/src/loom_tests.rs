@@ -151,3 +151,42 @@ fn loom_select_send_and_recv_same_channel() {
         assert_eq!(peer.join().unwrap(), Some(4));
     });
 }
+
+/// A value handed to a parked receive, then the channel closed, races another receiver and the
+/// first receive's fate (it returns the value, or it is dropped and gives it back): the other
+/// receiver never reports "closed and drained" while the value can still come back, so a
+/// value whose send reported `Ok` is received exactly once (the soak's stranded value).
+#[test]
+fn loom_handed_value_vs_close_vs_other_receiver() {
+    for keep in [true, false] {
+        loom::model(move || {
+            let (tx, rx) = chan::<u32>(0);
+            let rx2 = rx.clone();
+            let mut fut = Box::pin(rx.recv());
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+            let sender = thread::spawn(move || {
+                let ok = tx.try_send(7).is_ok();
+                tx.close();
+                ok
+            });
+            let other = thread::spawn(move || rx2.recv_blocking());
+            let mine = if keep {
+                // Poll until the future settles: the value, or `None` after the close.
+                loop {
+                    if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                        break v;
+                    }
+                    thread::yield_now();
+                }
+            } else {
+                drop(fut);
+                None
+            };
+            let ok = sender.join().unwrap();
+            let theirs = other.join().unwrap();
+            let got: Vec<u32> = mine.into_iter().chain(theirs).collect();
+            assert_eq!(got, if ok { vec![7] } else { vec![] }, "keep {keep}: mine {mine:?}, theirs {theirs:?}");
+        });
+    }
+}

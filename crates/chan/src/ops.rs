@@ -126,7 +126,8 @@ impl<T> RecvOp<T> {
     /// As for [`poll`](Self::poll); `g` locks the op's channel; not parked.
     #[inline(never)]
     unsafe fn poll_locked(&mut self, mut g: Guard<'_, T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        match g.try_recv() {
+        let chan = g.chan();
+        match g.try_recv(&chan.inflight) {
             Ok((v, w)) => {
                 drop(g);
                 if let Some(w) = w {
@@ -167,6 +168,10 @@ impl<T> RecvOp<T> {
         // SAFETY: settled, not queued: the slot is ours.
         let v = unsafe { sg.take_elem() };
         debug_assert_eq!(v.is_some(), state == DONE);
+        if v.is_some() {
+            // A value handed to us reaches its user now: it is no longer in flight.
+            chan.claim();
+        }
         // SAFETY: settled: no peer reaches it any more.
         unsafe { self.sg.unpark() };
         Poll::Ready(v)
@@ -198,7 +203,7 @@ impl<T> RecvOp<T> {
             // Settled but never returned: a value handed to us goes back.
             // SAFETY: settled: the slot is ours.
             if let Some(v) = unsafe { sg.take_elem() } {
-                let w = chan.lock().give_back(v);
+                let w = chan.lock().give_back(v, true, &chan.inflight);
                 if let Some(w) = w {
                     w.wake();
                 }
@@ -261,7 +266,8 @@ impl<T> SendOp<T> {
         v: T,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        match g.try_send(v) {
+        let chan = g.chan();
+        match g.try_send(v, &chan.inflight) {
             Ok(w) => {
                 drop(g);
                 if let Some(w) = w {

@@ -102,6 +102,9 @@ pub struct RecvCase<'a, T> {
     sudog: Sudog<T>,
     armed: AtomicBool,
     result: UnsafeCell<Option<Option<T>>>,
+    /// `result` holds a value a sender handed to the sudog, which counts as in flight on the
+    /// channel until it is taken or given back (see `Chan::inflight`).
+    counted: AtomicBool,
 }
 
 impl<'a, T> RecvCase<'a, T> {
@@ -113,13 +116,21 @@ impl<'a, T> RecvCase<'a, T> {
             sudog: Sudog::new(),
             armed: AtomicBool::new(false),
             result: UnsafeCell::new(None),
+            counted: AtomicBool::new(false),
         }
     }
 
     /// The outcome, once the select chose this case: `Some(v)` or `None` (closed).
     pub fn take(self: Pin<&mut Self>) -> Option<T> {
         // SAFETY: `&mut` access: no select is using the case any more.
-        self.result.with_mut(|r| unsafe { (*r).take() }).expect("goro: select case taken twice or before it fired")
+        let v =
+            self.result.with_mut(|r| unsafe { (*r).take() }).expect("goro: select case taken twice or before it fired");
+        if self.counted.swap(false, Relaxed) {
+            if let Some(c) = self.chan {
+                c.claim();
+            }
+        }
+        v
     }
 
     fn set_result(&self, v: Option<T>) {
@@ -169,7 +180,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
     unsafe fn try_complete(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
         // SAFETY: caller holds the lock; this is the only live `&mut Inner` of the channel.
-        match unsafe { c.inner_locked() }.try_recv() {
+        match unsafe { c.inner_locked() }.try_recv(&c.inflight) {
             Ok((v, w)) => {
                 *wake = w;
                 self.set_result(Some(v));
@@ -206,7 +217,10 @@ impl<T: Send> Case for RecvCase<'_, T> {
         // The peer settled the sudog under the lock we hold now.
         let v = match self.sudog.state.load(Acquire) {
             // SAFETY: settled: the slot is ours.
-            DONE => Some(unsafe { self.sudog.take_elem() }.expect("a completed receive holds its value")),
+            DONE => {
+                self.counted.store(true, Relaxed);
+                Some(unsafe { self.sudog.take_elem() }.expect("a completed receive holds its value"))
+            }
             CLOSED => None,
             s => unreachable!("goro: select winner's sudog is in state {s}"),
         };
@@ -218,7 +232,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
         let v = self.result.with_mut(|r| unsafe { (*r).take() }).flatten();
         if let (Some(v), Some(c)) = (v, self.chan) {
             // SAFETY: caller holds the lock.
-            *wake = unsafe { c.inner_locked() }.give_back(v);
+            *wake = unsafe { c.inner_locked() }.give_back(v, self.counted.swap(false, Relaxed), &c.inflight);
         }
     }
 }
@@ -256,12 +270,12 @@ impl<T> RecvCase<'_, T> {
                 if self.sudog.state.load(Acquire) == DONE {
                     // Won by a peer but never observed (the select future was leaked).
                     if let Some(v) = self.sudog.take_elem() {
-                        wake.extend(c.inner_locked().give_back(v));
+                        wake.extend(c.inner_locked().give_back(v, true, &c.inflight));
                     }
                 }
             }
             if let Some(v) = unreturned {
-                wake.extend(c.inner_locked().give_back(v));
+                wake.extend(c.inner_locked().give_back(v, self.counted.swap(false, Relaxed), &c.inflight));
             }
             c.raw_unlock();
         }
@@ -358,7 +372,7 @@ impl<T: Send> Case for SendCase<'_, T> {
         let Some(c) = self.chan else { return false };
         let v = self.take_value().expect("goro: send case without its value");
         // SAFETY: caller holds the lock.
-        match unsafe { c.inner_locked() }.try_send(v) {
+        match unsafe { c.inner_locked() }.try_send(v, &c.inflight) {
             Ok(w) => {
                 *wake = w;
                 self.set_result(Ok(()));
