@@ -287,15 +287,17 @@ impl<T> Inner<T> {
             return false;
         }
         self.closed = true;
+        // Receivers first, as Go's `closechan` (a select waiting to both send and receive on
+        // this channel then fires its receive).
+        if inflight.fetch_or(INFLIGHT_CLOSED, AcqRel) == 0 {
+            self.release_recv_if_drained(inflight, wake);
+        }
         // SAFETY: we hold the lock; each drained sudog is ours until its state is set.
         unsafe {
             self.sendq.drain(|sg, w| {
                 sg.state.store(CLOSED, Release);
                 wake.extend(w);
             });
-        }
-        if inflight.fetch_or(INFLIGHT_CLOSED, AcqRel) == 0 {
-            self.release_recv_if_drained(inflight, wake);
         }
         true
     }
