@@ -371,7 +371,14 @@ enum Op {
     Close(usize),
     Send(usize),
     Recv(usize),
-    Select { cases: Vec<Case>, default: bool, macro_form: bool },
+    /// A receive through `Stream::poll_next` of a fresh `Receiver` clone; dropping the pending
+    /// future drops the clone, whose `Drop` cancels the stream's parked receive.
+    StreamRecv(usize),
+    Select {
+        cases: Vec<Case>,
+        default: bool,
+        macro_form: bool,
+    },
     Poll(usize),
     Drop(usize),
     PollAll,
@@ -628,12 +635,21 @@ impl<'a> Harness<'a> {
                     (r, want) => self.fail(format!("send({ch}, {v}) first poll = {r:?}, model {want:?}")),
                 }
             }
-            Op::Recv(ch) => {
+            Op::Recv(ch) | Op::StreamRecv(ch) => {
                 if self.pending.len() >= MAX_PENDING {
                     return;
                 }
                 let rx = &self.rxs[ch];
-                let fut = Box::pin(async move { Out::Recv(rx.recv().await.map(Val::into_id)) });
+                let fut: Pin<Box<dyn Future<Output = Out> + 'a>> = if matches!(op, Op::Recv(_)) {
+                    Box::pin(async move { Out::Recv(rx.recv().await.map(Val::into_id)) })
+                } else {
+                    let mut clone = rx.clone();
+                    Box::pin(async move {
+                        let v =
+                            std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut clone), cx)).await;
+                        Out::Recv(v.map(Val::into_id))
+                    })
+                };
                 let w = self.model.next_waiter;
                 let r = self.push_pending(w, fut);
                 let want = match self.model.recv(ch) {
@@ -806,7 +822,7 @@ fn decode(b: &mut Bytes<'_>, nchans: usize, profile: Profile) -> Option<Op> {
         (_, 9) if x >> 6 == 3 => Op::Close(usize::from(x >> 4 & 3) % nchans),
         (_, 9) => Op::PollAll,
         (Profile::ChanOps, 10) => Op::Send(ch),
-        (Profile::ChanOps, 11) => Op::Recv(ch),
+        (Profile::ChanOps, 11) => Op::StreamRecv(ch),
         (Profile::Select, 10 | 11) => decode_select(b, nchans, profile),
         (_, _) => decode_select(b, nchans, profile),
     })
