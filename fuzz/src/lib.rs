@@ -18,11 +18,12 @@
 //! and at the end that every value made is accounted for exactly once.
 
 use goro::chan::{Receiver, RecvToken, Select, SendToken, Sender, TryRecvError, TrySendError};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -283,6 +284,14 @@ impl Model {
     fn new_waiter(&mut self, kind: WKind) -> usize {
         let w = self.next_waiter;
         self.next_waiter += 1;
+        self.waiters.insert(w, Waiter { kind, done: None, must_wake: false });
+        self.rearm(w);
+        w
+    }
+
+    /// Queues waiter `w` on its channels (at the back).
+    fn rearm(&mut self, w: usize) {
+        let kind = self.waiters[&w].kind.clone();
         match &kind {
             WKind::Recv(ch) => self.chans[*ch].recvq.push_back(w),
             WKind::Send(ch, _) => self.chans[*ch].sendq.push_back(w),
@@ -304,8 +313,6 @@ impl Model {
                 }
             }
         }
-        self.waiters.insert(w, Waiter { kind, done: None, must_wake: false });
-        w
     }
 
     /// The values of the send cases of `cases` other than `except`: dropped with the select.
@@ -381,6 +388,8 @@ enum Op {
     },
     Poll(usize),
     Drop(usize),
+    /// Drop the `Wait` of a pending dynamic select and wait again on the same `Select`.
+    Rewait(usize),
     PollAll,
 }
 
@@ -403,6 +412,9 @@ const MAX_PENDING: usize = 8;
 struct Pending<'a> {
     w: usize,
     fut: Pin<Box<dyn Future<Output = Out> + 'a>>,
+    /// For a dynamic select: set it and poll to drop the `Wait` and wait on the same `Select`
+    /// again.
+    rewait: Option<Rc<Cell<bool>>>,
     flag: Arc<Flag>,
     waker: Waker,
 }
@@ -422,6 +434,8 @@ struct Harness<'a> {
     next_val: u32,
     /// Values the harness got back (received, or returned by a failed send).
     taken: Vec<u32>,
+    /// The re-wait switch of the dynamic select `select_future` just made.
+    rewait: Option<Rc<Cell<bool>>>,
     /// Values dropped unsent, as checked so far.
     dropped_all: Vec<u32>,
     trace: Vec<String>,
@@ -447,9 +461,10 @@ impl<'a> Harness<'a> {
     }
 
     fn push_pending(&mut self, w: usize, fut: Pin<Box<dyn Future<Output = Out> + 'a>>) -> Poll<Out> {
+        let rewait = self.rewait.take();
         let flag = Arc::new(Flag(AtomicBool::new(false)));
         let waker = Waker::from(flag.clone());
-        let mut p = Pending { w, fut, flag, waker };
+        let mut p = Pending { w, fut, rewait, flag, waker };
         let r = p.poll();
         if r.is_pending() {
             self.pending.push(p);
@@ -503,6 +518,8 @@ impl<'a> Harness<'a> {
             }
         } else {
             let cases = cases.to_vec();
+            let rewait = Rc::new(Cell::new(false));
+            self.rewait = Some(rewait.clone());
             Box::pin(async move {
                 enum Tok {
                     R(RecvToken<Val>),
@@ -519,7 +536,21 @@ impl<'a> Harness<'a> {
                 if default {
                     sel.default();
                 }
-                match sel.wait().await {
+                let fired = loop {
+                    // Dropping a `Wait` cancels it; the `Select` may then be waited on again.
+                    let mut wait = std::pin::pin!(sel.wait());
+                    let r = std::future::poll_fn(|cx| {
+                        if rewait.replace(false) {
+                            return Poll::Ready(None);
+                        }
+                        wait.as_mut().poll(cx).map(Some)
+                    })
+                    .await;
+                    if let Some(f) = r {
+                        break f;
+                    }
+                };
+                match fired {
                     None => Out::Sel(None, SelOut::Default),
                     Some(i) => match toks[i] {
                         Tok::R(t) => Out::Sel(Some(i), SelOut::Recv(sel.recv_result(t).map(Val::into_id))),
@@ -730,6 +761,48 @@ impl<'a> Harness<'a> {
                     }
                 }
             }
+            Op::Rewait(i) => {
+                let n = self.pending.len();
+                let Some(idx) = (0..n).map(|k| (k + i) % n).find(|&k| self.pending[k].rewait.is_some()) else {
+                    return;
+                };
+                let w = self.pending[idx].w;
+                let WKind::Sel(cases) = self.model.waiters[&w].kind.clone() else { unreachable!() };
+                self.pending[idx].rewait.as_ref().unwrap().set(true);
+                let r = self.pending[idx].poll();
+                // Wait::drop: a case that fired by sending stays fired (the next wait returns
+                // it); a received value goes back to its channel; then a fresh select.
+                let wt = self.model.waiters.get_mut(&w).unwrap();
+                match wt.done.take() {
+                    Some(e @ Expect::Sel(_, SelOut::Send(_))) => {
+                        wt.done = Some(e);
+                        self.check_poll(idx, r);
+                        self.check_state();
+                        return;
+                    }
+                    Some(Expect::Sel(cands, SelOut::Recv(Some(v)))) => {
+                        let Case::Recv(Some(ch)) = cases[cands[0]] else { unreachable!() };
+                        self.model.give_back(ch, v);
+                    }
+                    Some(Expect::Sel(_, SelOut::Recv(None))) => {}
+                    None => self.model.unlink(w),
+                    Some(e) => unreachable!("{e:?}"),
+                }
+                let any_ready = cases.iter().any(|&c| self.model.case_ready(c));
+                match r {
+                    Poll::Ready(Out::Sel(Some(k), out)) => {
+                        self.check_fired(&cases, k, out);
+                        self.model.waiters.remove(&w);
+                        self.pending.remove(idx);
+                        self.took(Out::Sel(Some(k), out));
+                    }
+                    Poll::Pending => {
+                        check!(self, !any_ready, "re-waited select parked with a ready case");
+                        self.model.rearm(w);
+                    }
+                    r => self.fail(format!("re-waited select returned {r:?}")),
+                }
+            }
             Op::Drop(i) => {
                 if self.pending.is_empty() {
                     return;
@@ -817,6 +890,7 @@ fn decode(b: &mut Bytes<'_>, nchans: usize, profile: Profile) -> Option<Op> {
         (_, 5) => Op::Recv(ch),
         (_, 6) => Op::Poll(usize::from(x >> 4)),
         (_, 7) => Op::Drop(usize::from(x >> 4)),
+        (_, 8) if x >> 7 == 1 => Op::Rewait(usize::from(x >> 4 & 7)),
         (_, 8) => Op::PollAll,
         // Close is rare: it ends most of the interesting states of a channel.
         (_, 9) if x >> 6 == 3 => Op::Close(usize::from(x >> 4 & 3) % nchans),
@@ -858,6 +932,7 @@ pub fn run(data: &[u8], profile: Profile) {
         pending: Vec::new(),
         next_val: 0,
         taken: Vec::new(),
+        rewait: None,
         dropped_all: Vec::new(),
         trace: Vec::new(),
     };
