@@ -297,16 +297,12 @@ impl Model {
             WKind::Send(ch, _) => self.chans[*ch].sendq.push_back(w),
             WKind::Sel(cases) => {
                 for c in cases {
+                    // One entry per channel and direction: a peer that takes one of the
+                    // select's sudogs wins the select, and the others are skipped.
                     match *c {
-                        Case::Recv(Some(ch)) => {
-                            if !self.chans[ch].recvq.contains(&w) {
-                                self.chans[ch].recvq.push_back(w)
-                            }
-                        }
-                        Case::Send(Some(ch), _) => {
-                            if !self.chans[ch].sendq.contains(&w) {
-                                self.chans[ch].sendq.push_back(w)
-                            }
+                        Case::Recv(Some(ch)) if !self.chans[ch].recvq.contains(&w) => self.chans[ch].recvq.push_back(w),
+                        Case::Send(Some(ch), _) if !self.chans[ch].sendq.contains(&w) => {
+                            self.chans[ch].sendq.push_back(w)
                         }
                         _ => {}
                     }
