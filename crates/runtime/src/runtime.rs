@@ -204,6 +204,15 @@ impl Runtime {
         let mut future = pin!(future);
         loop {
             if main.take_notified() {
+                // The main G runs on a P like any G (Go's main goroutine does): woken while this
+                // M had none, take an idle one if there is. Without it, everything main does
+                // meanwhile would run off-P: each `go` a fresh allocation pushed to the global
+                // queue instead of a recycled block in this P's queue (W1 3x slower).
+                if ctx.p.get().is_none() {
+                    if let Some(p) = shared.pidleget() {
+                        ctx.acquirep(p);
+                    }
+                }
                 ctx.poll_start();
                 let polled = future.as_mut().poll(&mut cx);
                 ctx.poll_end();
