@@ -216,9 +216,10 @@ impl<T: Send> Case for RecvCase<'_, T> {
     unsafe fn settle(&self) {
         // The peer settled the sudog under the lock we hold now.
         let v = match self.sudog.state.load(Acquire) {
-            // SAFETY: settled: the slot is ours.
             DONE => {
+                // Handed by a peer: in flight until `take` or a give-back (`Chan::inflight`).
                 self.counted.store(true, Relaxed);
+                // SAFETY: settled: the slot is ours.
                 Some(unsafe { self.sudog.take_elem() }.expect("a completed receive holds its value"))
             }
             CLOSED => None,
