@@ -90,19 +90,15 @@ impl AllGs {
     /// # Safety
     /// Every G of `gs` is in the list, appears once, and the caller holds a reference on it.
     pub(crate) unsafe fn remove_batch(&self, gs: &mut [NonNull<Header>]) {
-        // SAFETY (both): the caller holds references, so the headers are live.
-        gs.sort_unstable_by_key(|g| self.shard_index(unsafe { g.as_ref() }));
-        let mut rest = &*gs;
-        while let Some(first) = rest.first() {
-            let shard = self.shard_index(unsafe { first.as_ref() });
-            let run = rest.iter().take_while(|g| self.shard_index(unsafe { g.as_ref() }) == shard).count();
-            let mut s = self.shards[shard].lock();
-            for &g in &rest[..run] {
+        // SAFETY: the caller holds a reference on every G of `gs`, so their headers are live.
+        let shard_of = |g: &NonNull<Header>| self.shard_index(unsafe { g.as_ref() });
+        gs.sort_unstable_by_key(shard_of);
+        for run in gs.chunk_by(|a, b| shard_of(a) == shard_of(b)) {
+            let mut s = self.shards[shard_of(&run[0])].lock();
+            for &g in run {
                 // SAFETY: under the lock of `g`'s shard; caller contract for the rest.
                 unsafe { unlink(&mut s, g) };
             }
-            drop(s);
-            rest = &rest[run..];
         }
     }
 
@@ -167,7 +163,8 @@ unsafe fn unlink(s: &mut Shard, g: NonNull<Header>) {
 /// Gs finished on a P that are still in `allgs`, waiting to be unlinked together (see the
 /// module docs). Part of the P's owner-only state.
 pub(crate) struct DeadGs {
-    gs: [Option<NonNull<Header>>; DEAD_BATCH],
+    /// `gs[..len]` are the batch; the rest are placeholders, never followed.
+    gs: [NonNull<Header>; DEAD_BATCH],
     len: usize,
 }
 
@@ -179,20 +176,21 @@ unsafe impl Send for DeadGs {}
 
 impl Default for DeadGs {
     fn default() -> DeadGs {
-        DeadGs { gs: [None; DEAD_BATCH], len: 0 }
+        DeadGs { gs: [NonNull::dangling(); DEAD_BATCH], len: 0 }
     }
 }
 
 impl DeadGs {
     /// Adds a finished G with the list's reference; `true` when the batch is now full.
     pub(crate) fn push(&mut self, g: NonNull<Header>) -> bool {
-        self.gs[self.len] = Some(g);
+        self.gs[self.len] = g;
         self.len += 1;
         self.len == DEAD_BATCH
     }
 
-    /// Empties the batch, handing its Gs (and their list references) to the caller.
-    pub(crate) fn take(&mut self) -> ([Option<NonNull<Header>>; DEAD_BATCH], usize) {
+    /// Empties the batch, handing its Gs (the first `.1` of `.0`, with their list references) to the
+    /// caller.
+    pub(crate) fn take(&mut self) -> ([NonNull<Header>; DEAD_BATCH], usize) {
         let out = (self.gs, self.len);
         self.len = 0;
         out

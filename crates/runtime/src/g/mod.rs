@@ -150,15 +150,11 @@ fn defer_unlink(g: GPtr) -> Option<(usize, bool)> {
 /// The calling thread owns `p` (or no M runs), and is not inside `p.with_local`.
 pub(crate) unsafe fn flush_dead(sh: &crate::sched::Shared, p: &crate::p::P) {
     // SAFETY: caller contract; `take` neither polls nor drops Gs.
-    let (gs, n) = unsafe { p.with_local(|l| l.dead.take()) };
+    let (mut gs, n) = unsafe { p.with_local(|l| l.dead.take()) };
     if n == 0 {
         return;
     }
-    let mut batch = [NonNull::dangling(); allgs::DEAD_BATCH];
-    for (slot, g) in batch.iter_mut().zip(&gs[..n]) {
-        *slot = g.expect("goro: a dead batch slot below its length is filled");
-    }
-    let batch = &mut batch[..n];
+    let batch = &mut gs[..n];
     // SAFETY: each G was pushed once, with the list's reference, and is still in the list.
     unsafe { sh.allgs.remove_batch(batch) };
     crate::p::bump(&p.stats.dead_pending, (n as u64).wrapping_neg());
