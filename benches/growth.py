@@ -85,7 +85,7 @@ def main():
                              cwd=ROOT, env=env(), check=True, capture_output=True, text=True).stdout
         parse(out, results)
         for v, go in sorted(gos.items()):
-            out = subprocess.run([go, "run", "./growth"] + list(map(str, points)), cwd=ROOT / "benches" / "go",
+            out = subprocess.run([go, "run", "./growth", "-runs", "7"] + list(map(str, points)), cwd=ROOT / "benches" / "go",
                                  env=env(), check=True, capture_output=True, text=True).stdout
             parse(out, results)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)

@@ -4,7 +4,8 @@
 // then the gate closes. The same program as goro's benches/growth.rs; prints
 // e.g. `growth W1 live=1000 go1.19.8 median_ns_per_unit=131.0 runs=7`.
 //
-// Usage: go run ./growth [-runs N] [points...]   (default points: 1e3 1e4 1e5 1e6)
+// Usage: go run ./growth [-runs N] [points...]   (default points: 1e3 1e4 1e5 1e6;
+// -runs is the shared bench flag, default 15; benches/growth.py passes 7)
 package main
 
 import (
@@ -14,8 +15,9 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"goro-bench/internal/bench"
 )
 
 const (
@@ -23,50 +25,15 @@ const (
 	roundTrips = 100_000
 )
 
-var runs = flag.Int("runs", 7, "measured runs per point after one warm-up run")
-
 func w1() time.Duration {
 	start := time.Now()
-	var count atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(spawns)
-	for i := 0; i < spawns; i++ {
-		go func() {
-			count.Add(1)
-			wg.Done()
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
-	if count.Load() != spawns {
-		panic("W1: lost an increment")
-	}
-	return took
+	bench.SpawnMany(spawns)
+	return time.Since(start)
 }
 
 func w4() time.Duration {
 	start := time.Now()
-	ping := make(chan uint64)
-	pong := make(chan uint64)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for i := uint64(0); i < roundTrips; i++ {
-			ping <- i
-			if v := <-pong; v != i+1 {
-				panic("W4: wrong answer")
-			}
-		}
-		close(ping)
-	}()
-	go func() {
-		defer wg.Done()
-		for v := range ping {
-			pong <- v + 1
-		}
-	}()
-	wg.Wait()
+	bench.PingPong(roundTrips)
 	return time.Since(start)
 }
 
@@ -107,12 +74,12 @@ func main() {
 			once  func() time.Duration
 		}{{"W1", spawns, w1}, {"W4", roundTrips, w4}} {
 			w.once()
-			perUnit := make([]float64, *runs)
+			perUnit := make([]float64, bench.Runs())
 			for i := range perUnit {
 				perUnit[i] = float64(w.once().Nanoseconds()) / float64(w.units)
 			}
 			fmt.Printf("growth %s live=%d %s median_ns_per_unit=%.1f runs=%d\n",
-				w.id, live, runtime.Version(), median(perUnit), *runs)
+				w.id, live, runtime.Version(), median(perUnit), bench.Runs())
 		}
 		close(gate)
 		parked.Wait()

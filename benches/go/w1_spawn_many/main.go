@@ -3,29 +3,10 @@
 // Unit: one goroutine.
 package main
 
-import (
-	"sync"
-	"sync/atomic"
-
-	"goro-bench/internal/bench"
-)
+import "goro-bench/internal/bench"
 
 const n = 100_000
 
 func main() {
-	bench.Run("W1", "spawn_many", n, func() {
-		var counter atomic.Int64
-		var wg sync.WaitGroup
-		wg.Add(n)
-		for i := 0; i < n; i++ {
-			go func() {
-				counter.Add(1)
-				wg.Done()
-			}()
-		}
-		wg.Wait()
-		if counter.Load() != n {
-			panic("W1: lost an increment")
-		}
-	})
+	bench.Run("W1", "spawn_many", n, func() { bench.SpawnMany(n) })
 }

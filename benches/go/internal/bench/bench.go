@@ -13,6 +13,9 @@ import (
 
 var runs = flag.Int("runs", 15, "measured runs after one warm-up run")
 
+// Runs is the -runs flag, for programs that time their own runs (growth).
+func Runs() int { return *runs }
+
 // Run times `once` (one run of the workload, doing `units` units of work) and
 // prints e.g. `W1 spawn_many go1.19.8 median_ns_per_unit=431.2 runs=15`.
 // GOMAXPROCS comes from the environment, as the Go runtime reads it itself.
