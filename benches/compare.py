@@ -13,6 +13,12 @@ does not show `<group>/<system>`) is skipped with a note and left blank, so rows
 branch only (e.g. goro's map rows before goro::sync::Map merged) need no edit here.
 
 Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go] [--svg FILE] [--from-log FILE]
+                          [--base DIR]
+
+`--base DIR` measures a change: DIR is another checkout of goro (a `git worktree` of the commit
+before the change); its goro rows run in every round right after this checkout's, as the system
+`goro_base`, and the table gains a `goro / goro_base` column, so before and after are measured
+in one run, interleaved with the peers.
 
 The per-round lines go to stderr (`round 2/5 W4: goro=146.2  kanal=190.5 ...`); keep them
 (`2> rounds.log`) and `--from-log rounds.log` prints the table (and `--svg` draws the chart)
@@ -78,21 +84,21 @@ def env():
     return e
 
 
-def criterion_ids(bench):
+def criterion_ids(bench, root=ROOT):
     """The `<group>/<system>` ids that a criterion bench defines."""
     out = subprocess.run(
         ["cargo", "bench", "-q", "--bench", bench, "--", "--list"],
-        cwd=ROOT, env=env(), check=True, capture_output=True, text=True,
+        cwd=root, env=env(), check=True, capture_output=True, text=True,
     ).stdout
     return {line[: -len(": benchmark")] for line in out.splitlines() if line.endswith(": benchmark")}
 
 
-def run_rust(bench, group, system, units):
+def run_rust(bench, group, system, units, root=ROOT):
     subprocess.run(
         ["cargo", "bench", "-q", "--bench", bench, "--", "--exact", f"{group}/{system}"],
-        cwd=ROOT, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=root, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    est = ROOT / "target" / "criterion" / group / system / "new" / "estimates.json"
+    est = root / "target" / "criterion" / group / system / "new" / "estimates.json"
     median_ns = json.loads(est.read_text())["median"]["point_estimate"]
     return median_ns / units
 
@@ -175,7 +181,9 @@ def main():
     ap.add_argument("--svg", help="also write a bar chart of goro, the best Rust peer and Go per row")
     ap.add_argument("--from-log", help="re-render from the per-round lines of an earlier run's stderr")
     ap.add_argument("--date", default=None, help="the date shown on the chart (default: today)")
+    ap.add_argument("--base", help="another goro checkout whose goro rows run beside this one's as goro_base")
     args = ap.parse_args()
+    base = Path(args.base).resolve() if args.base else None
     only = set(filter(None, args.only.split(",")))
     wls = [w for w in WORKLOADS if not only or w[0] in only]
     if args.from_log:
@@ -186,6 +194,10 @@ def main():
     gos = {} if args.no_go else find_gos()
     subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=ROOT, check=True)
     ids = {b: criterion_ids(b) for b in sorted({w[1] for w in wls})}
+    base_ids = {}
+    if base:
+        subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=base, check=True)
+        base_ids = {b: criterion_ids(b, base) for b in sorted({w[1] for w in wls})}
     for (wid, bench, group, prog, units, systems) in wls:
         for s in systems:
             if f"{group}/{s}" not in ids[bench]:
@@ -196,9 +208,12 @@ def main():
             present = [s for s in systems if f"{group}/{s}" in ids[bench]]
             for s in present:
                 results.setdefault((wid, s), []).append(run_rust(bench, group, s, units))
+                if s == "goro" and f"{group}/goro" in base_ids.get(bench, ()):
+                    results.setdefault((wid, "goro_base"), []).append(run_rust(bench, group, s, units, base))
             for v, go in sorted(gos.items()):
                 results.setdefault((wid, v), []).append(run_go(go, prog))
-            line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in present + sorted(gos))
+            shown = present + (["goro_base"] if (wid, "goro_base") in results else []) + sorted(gos)
+            line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in shown)
             print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
     render(args, wls, results, sorted(gos))
 
@@ -211,7 +226,9 @@ def render(args, wls, results, gov):
     rust_peers = []
     for w in wls:
         rust_peers += [s for s in w[5][1:] if s not in rust_peers]
-    head = ["row", "goro"] + rust_peers + gov + ["goro / best peer"] + [f"goro / {v}" for v in gov]
+    has_base = any(k[1] == "goro_base" for k in results)
+    head = ["row", "goro"] + (["goro_base"] if has_base else []) + rust_peers + gov + ["goro / best peer"]
+    head += [f"goro / {v}" for v in gov] + (["goro / goro_base"] if has_base else [])
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (wid, bench, group, prog, units, systems) in wls:
@@ -219,11 +236,14 @@ def render(args, wls, results, gov):
         peers = {s: med[(wid, s)] for s in systems[1:] if (wid, s) in med}
         peers.update({v: med[(wid, v)] for v in gov})
         best = min(peers, key=peers.get) if peers else None
+        b = med.get((wid, "goro_base"))
         cells = [f"{wid} {group.split('_', 1)[1]}", f"{g:.1f}" if g is not None else ""]
+        cells += [f"{b:.1f}" if b is not None else ""] if has_base else []
         cells += [f"{peers[s]:.1f}" if s in peers else "" for s in rust_peers]
         cells += [f"{peers[v]:.1f}" for v in gov]
         cells += [f"{g / peers[best]:.2f}× ({best})" if g is not None and best else ""]
         cells += [f"{g / peers[v]:.2f}×" if g is not None else "" for v in gov]
+        cells += [f"{g / b:.2f}×" if g is not None and b else ""] if has_base else []
         print("| " + " | ".join(cells) + " |")
     print(f"\nns per unit, median of {args.rounds} interleaved rounds; GORO_MAXPROCS=GOMAXPROCS=2, tokio 2 workers.")
     if any(w[0] in ("W4", "W6", "W7") for w in wls):
