@@ -9,71 +9,11 @@
 
 mod common;
 
+use common::child::{is_child, run_child};
 use common::*;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const CHILD: &str = "GORO_TEST_CHILD";
-
-/// Whether this process is the child spawned for `test`.
-fn is_child(test: &str) -> bool {
-    std::env::var(CHILD).is_ok_and(|v| v == test)
-}
-
-struct ChildOutput {
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs this test binary again with only `test` selected, with the goro variables cleared and
-/// then set to `env`. Fails if the child fails or runs past the hang limit.
-fn run_child(test: &str, env: &[(&str, &str)]) -> ChildOutput {
-    let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, test)
-        .env_remove("GORO_DEBUG")
-        .env_remove("GORO_MAXPROCS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn the test binary");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + HANG;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("child {test} with {env:?} hung; stderr:\n{}", err.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(10)); // polling a process, not synchronizing Gs
-    };
-    let output = ChildOutput { stdout: out.join().unwrap(), stderr: err.join().unwrap() };
-    assert!(
-        status.success(),
-        "child {test} with {env:?} failed ({status}):\n--- stdout\n{}\n--- stderr\n{}",
-        output.stdout,
-        output.stderr
-    );
-    assert!(output.stdout.contains("1 passed"), "the child did not run its test:\n{}", output.stdout);
-    output
-}
 
 /// A parsed `SCHED` line.
 #[derive(Debug)]

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// not flake on a loaded 2-core machine, and a debug build is slow.
 pub const HANG: Duration = Duration::from_secs(30);
 
+pub mod child;
 mod watchdog;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use watchdog::{watchdog_for as watchdog, Watchdog};
