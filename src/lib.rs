@@ -62,6 +62,12 @@ pub mod sync {
     };
 }
 
+/// What the attribute macros expand to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use goro_runtime::entry::{Main, RunAsG, RunOnThread};
+}
+
 pub mod context;
 #[cfg(not(loom))]
 pub mod net;

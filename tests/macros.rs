@@ -34,6 +34,27 @@ async fn max_procs_from_a_const() {
     assert_eq!(goro::max_procs(), PROCS);
 }
 
+/// A `Send` main is a G of its own, as Go's main goroutine: it runs on the runtime's threads
+/// (whichever P is free), and the thread that called it only waits.
+#[goro::test]
+async fn a_send_main_runs_as_a_g() {
+    let name = std::thread::current().name().map(str::to_owned);
+    assert!(name.as_deref().is_some_and(|n| n.starts_with("goro-m")), "main ran on {name:?}");
+    assert_eq!(goro::num_goroutine(), 1);
+}
+
+/// A main that holds something `!Send` across an await still compiles, and runs on the calling
+/// thread (`Runtime::block_on`'s way).
+#[goro::test(max_procs = 2)]
+async fn a_non_send_main_runs_on_the_calling_thread() {
+    let local = std::rc::Rc::new(5);
+    goro::yield_now().await;
+    assert_eq!(*local, 5);
+    let name = std::thread::current().name().map(str::to_owned);
+    assert!(!name.as_deref().is_some_and(|n| n.starts_with("goro-m")), "main ran on {name:?}");
+    assert_eq!(goro::num_goroutine(), 1);
+}
+
 /// A test may return a `Result`, and `?` works in the body.
 #[goro::test]
 async fn returns_a_result() -> Result<(), std::num::ParseIntError> {

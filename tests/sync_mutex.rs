@@ -161,20 +161,18 @@ fn fairness_gs() {
     assert!(turns < HOG_TURNS, "the waiter starved: the hog relocked {turns} times");
 }
 
-/// The goro-specific part of fairness: a hog that holds the lock 100 µs at a time *without*
-/// ever waiting (pure CPU work) and relocks at once. The waiter it wakes lands in the `runnext`
-/// slot of the hog's own P, and goro does not preempt the hog, so the waiter could only run
-/// once the hog waits; the hog yields to a wake-up that has stalled over 1 ms instead of barging
-/// past it. Measured: about 60 to 120 turns of the hog in all with that rule; without it the
-/// hog reaches the limit every time.
-#[test]
-fn relocking_hog_yields_to_a_stalled_wake_up() {
+/// Fairness against a hog that holds the lock 100 µs at a time *without* ever waiting (pure
+/// CPU work) and relocks at once. The waiter it wakes lands in the `runnext` slot of the hog's
+/// own P: at 2 Ps the idle P steals it (Go's `ready` wakes a P), at 1 P sysmon's preemption
+/// makes the hog yield at its next lock after a time slice; either way the waiter runs, finds
+/// it has waited over 1 ms, and starvation mode gets it through.
+fn relocking_hog_yields_to_a_woken_waiter(procs: usize) {
     const HOG_TURNS: usize = 2_000;
-    let _w = watchdog("stalled_wake_up", LIMIT);
+    let _w = watchdog("woken_waiter", LIMIT);
     let m = Arc::new(Mutex::new(()));
     let done = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicBool::new(false));
-    let turns = rt(2).block_on(async {
+    let turns = rt(procs).block_on(async {
         let (m2, done2, started2) = (m.clone(), done.clone(), started.clone());
         let hog = goro::go(async move {
             let mut turns = 0;
@@ -201,6 +199,16 @@ fn relocking_hog_yields_to_a_stalled_wake_up() {
         hog.await.unwrap()
     });
     assert!(turns < HOG_TURNS, "the waiter starved: the hog relocked {turns} times");
+}
+
+#[test]
+fn relocking_hog_yields_to_a_woken_waiter_1p() {
+    relocking_hog_yields_to_a_woken_waiter(1);
+}
+
+#[test]
+fn relocking_hog_yields_to_a_woken_waiter_2p() {
+    relocking_hog_yields_to_a_woken_waiter(2);
 }
 
 /// TestMutexFairness on plain threads (`lock_blocking`), with two hogs. Here normal mode alone
@@ -241,18 +249,16 @@ fn fairness_threads() {
     assert!(turns < HOG_TURNS, "the waiter starved: the hog relocked {turns} times");
 }
 
-/// A G that relocks in a tight loop (never waiting while it wins, so goro, which does not
-/// preempt yet, never takes its P away) cannot keep out a G that wants the lock once: the
-/// woken waiter may be stuck in the hog's P's `runnext`, and the hog yields to it (the `raw`
-/// module's stalled-wake-up rule). The waiter stops the hog itself: a G in such a loop would
-/// also keep any other G of its P (say, main) from running.
-#[test]
-fn relocking_g_cannot_starve_a_waiter() {
+/// A G that relocks in a tight loop (never waiting while it wins) cannot keep out a G that
+/// wants the lock once: the woken waiter sits in the `runnext` slot of the hog's P, where an
+/// idle P steals it, or (every P busy) the hog yields to it at a lock once sysmon asks it to.
+/// The waiter stops the hog itself.
+fn relocking_g_cannot_starve_a_waiter(procs: usize) {
     let _w = watchdog("relocking", LIMIT);
     let m = Arc::new(Mutex::new(()));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicBool::new(false));
-    rt(2).block_on(async {
+    rt(procs).block_on(async {
         let (m2, stop2, started2) = (m.clone(), stop.clone(), started.clone());
         let hog = goro::go(async move {
             while !stop2.load(SeqCst) {
@@ -270,6 +276,16 @@ fn relocking_g_cannot_starve_a_waiter() {
         .unwrap();
         hog.await.unwrap();
     });
+}
+
+#[test]
+fn relocking_g_cannot_starve_a_waiter_1p() {
+    relocking_g_cannot_starve_a_waiter(1);
+}
+
+#[test]
+fn relocking_g_cannot_starve_a_waiter_2p() {
+    relocking_g_cannot_starve_a_waiter(2);
 }
 
 /// The guard is not tied to a G: locked in one, sent over a channel, unlocked in another,

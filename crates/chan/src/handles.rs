@@ -99,8 +99,9 @@ impl<T> Sender<T> {
     /// assert_eq!(rx.recv_blocking(), Some(5));
     /// t.join().unwrap().unwrap();
     /// ```
+    #[track_caller]
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
-        goro_runtime::block_on_thread(self.send(value))
+        goro_runtime::block_on_thread_for("`tx.send(v).await`", self.send(value))
     }
 
     /// Makes the channel never close by its senders going away (an explicit `close` still
@@ -246,8 +247,9 @@ impl<T> Receiver<T> {
     /// std::thread::spawn(move || tx.send_blocking("hi").unwrap());
     /// assert_eq!(rx.recv_blocking(), Some("hi"));
     /// ```
+    #[track_caller]
     pub fn recv_blocking(&self) -> Option<T> {
-        goro_runtime::block_on_thread(self.recv())
+        goro_runtime::block_on_thread_for("`rx.recv().await`", self.recv())
     }
 
     /// A blocking iterator over the received values, ending when the channel is closed and
@@ -331,8 +333,9 @@ pub struct Iter<'a, T> {
 
 impl<T> Iterator for Iter<'_, T> {
     type Item = T;
+    #[track_caller]
     fn next(&mut self) -> Option<T> {
-        self.rx.recv_blocking()
+        goro_runtime::block_on_thread_for("`while let Some(v) = rx.recv().await`", self.rx.recv())
     }
 }
 

@@ -145,18 +145,30 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
         }
     };
 
-    // The future the runtime runs: `async move { body }`, the body group copied untouched.
-    let fut = vec![Out::Code("async move"), Out::Copy(Src::Item, func.body..func.body + 1)];
-    let call = match args.max_procs {
-        None => vec![Out::Code("::goro::run"), Out::Group(Delim::Paren, fut)],
-        Some(n) => vec![
-            Out::Code("::goro::Builder::new().max_procs"),
-            // The value stays inside its own group, so an expression like `1 + 1` stays whole.
-            Out::Group(Delim::Paren, vec![Out::Copy(Src::Args, n)]),
-            Out::Code(".build().expect(\"goro: failed to build the runtime\").block_on"),
-            Out::Group(Delim::Paren, fut),
-        ],
-    };
+    // The future the runtime runs: the body, copied untouched, as an inner `async fn`. Not an
+    // `async` block: whether the future is `Send` decides how it runs (below), and the compiler
+    // can only answer that for a future defined outside the function being checked.
+    let mut inner = vec![Out::Code("async fn __goro_main()")];
+    inner.push(Out::Copy(Src::Item, func.ret.clone()));
+    inner.push(Out::Copy(Src::Item, func.body..func.body + 1));
+    let fut = vec![Out::Code("__goro_main()")];
+    // `(&Main::new(builder, fut)).run()`: main runs as a G of its own when the future is
+    // `Send + 'static`, else on the calling thread (see `goro_runtime::entry`).
+    let mut builder = vec![Out::Code("::goro::Builder::new()")];
+    if let Some(n) = args.max_procs {
+        builder.push(Out::Code(".max_procs"));
+        // The value stays inside its own group, so an expression like `1 + 1` stays whole.
+        builder.push(Out::Group(Delim::Paren, vec![Out::Copy(Src::Args, n)]));
+    }
+    let mut main_args = builder;
+    main_args.push(Out::Code(","));
+    main_args.extend(fut);
+    let mut call = inner;
+    call.extend([
+        Out::Code("use ::goro::__private::{RunAsG as _, RunOnThread as _};"),
+        Out::Group(Delim::Paren, vec![Out::Code("&::goro::__private::Main::new"), Out::Group(Delim::Paren, main_args)]),
+        Out::Code(".run()"),
+    ]);
 
     let mut out = Vec::new();
     if kind == Kind::Test {
@@ -573,7 +585,18 @@ mod tests {
         }
     }
 
-    const RT: &str = ".build().expect(\"goro: failed to build the runtime\").block_on";
+    /// The expected body of an expansion: the inner `async fn` with return type `ret` and body
+    /// `block`, run on a runtime with `max_procs(procs)` if given.
+    fn body(procs: Option<&str>, ret: &str, block: &str) -> String {
+        let builder = match procs {
+            Some(n) => format!("::goro::Builder::new().max_procs({n})"),
+            None => "::goro::Builder::new()".to_owned(),
+        };
+        format!(
+            "{{ async fn __goro_main() {ret} {block} use ::goro::__private::{{RunAsG as _, RunOnThread as _}}; \
+             (&::goro::__private::Main::new({builder}, __goro_main())).run() }}"
+        )
+    }
 
     #[test]
     fn main_plain() {
@@ -581,7 +604,7 @@ mod tests {
             Kind::Main,
             "",
             "async fn main() { println!(\"hi\"); }",
-            "fn main() { ::goro::run(async move { println!(\"hi\"); }) }",
+            &format!("fn main() {}", body(None, "", "{ println!(\"hi\"); }")),
         );
     }
 
@@ -591,8 +614,10 @@ mod tests {
             Kind::Main,
             "",
             "#[doc = \"d\"] #[allow(unused)] pub(crate) async fn main() -> Result<(), Box<dyn Error>> { Ok(()) }",
-            "#[doc = \"d\"] #[allow(unused)] pub(crate) fn main() -> Result<(), Box<dyn Error>> \
-             { ::goro::run(async move { Ok(()) }) }",
+            &format!(
+                "#[doc = \"d\"] #[allow(unused)] pub(crate) fn main() -> Result<(), Box<dyn Error>> {}",
+                body(None, "-> Result<(), Box<dyn Error>>", "{ Ok(()) }")
+            ),
         );
     }
 
@@ -602,20 +627,20 @@ mod tests {
             Kind::Main,
             "max_procs = 2",
             "async fn main() { work().await }",
-            &format!("fn main() {{ ::goro::Builder::new().max_procs(2){RT}(async move {{ work().await }}) }}"),
+            &format!("fn main() {}", body(Some("2"), "", "{ work().await }")),
         );
         // A trailing comma, a suffix, an expression.
         assert_expands(
             Kind::Main,
             "max_procs = 1_000usize,",
             "async fn main() {}",
-            &format!("fn main() {{ ::goro::Builder::new().max_procs(1_000usize){RT}(async move {{}}) }}"),
+            &format!("fn main() {}", body(Some("1_000usize"), "", "{}")),
         );
         assert_expands(
             Kind::Main,
             "max_procs = N + 1",
             "async fn main() {}",
-            &format!("fn main() {{ ::goro::Builder::new().max_procs(N + 1){RT}(async move {{}}) }}"),
+            &format!("fn main() {}", body(Some("N + 1"), "", "{}")),
         );
     }
 
@@ -625,8 +650,10 @@ mod tests {
             Kind::Test,
             "",
             "#[should_panic(expected = \"boom\")] #[ignore] async fn t() { panic!(\"boom\") }",
-            "#[::core::prelude::v1::test] #[should_panic(expected = \"boom\")] #[ignore] \
-             fn t() { ::goro::run(async move { panic!(\"boom\") }) }",
+            &format!(
+                "#[::core::prelude::v1::test] #[should_panic(expected = \"boom\")] #[ignore] fn t() {}",
+                body(None, "", "{ panic!(\"boom\") }")
+            ),
         );
     }
 
@@ -637,8 +664,8 @@ mod tests {
             "max_procs = 1",
             "async fn t() -> Result<(), String> { Ok(()) }",
             &format!(
-                "#[::core::prelude::v1::test] fn t() -> Result<(), String> \
-                 {{ ::goro::Builder::new().max_procs(1){RT}(async move {{ Ok(()) }}) }}"
+                "#[::core::prelude::v1::test] fn t() -> Result<(), String> {}",
+                body(Some("1"), "-> Result<(), String>", "{ Ok(()) }")
             ),
         );
     }
@@ -650,16 +677,13 @@ mod tests {
             Kind::Main,
             "",
             "async fn main() -> Foo<{ 3 }> { x }",
-            "fn main() -> Foo<{ 3 }> { ::goro::run(async move { x }) }",
+            &format!("fn main() -> Foo<{{ 3 }}> {}", body(None, "-> Foo<{ 3 }>", "{ x }")),
         );
         assert_expands(
             Kind::Main,
             "max_procs = «1 + 1»",
             "«#[doc = \"d\"]» «pub» async fn «main»() -> «Vec<u8>» «{ x }»",
-            &format!(
-                "#[doc = \"d\"] pub fn main() -> Vec<u8> \
-                      {{ ::goro::Builder::new().max_procs(1 + 1){RT}(async move {{ x }}) }}"
-            ),
+            &format!("#[doc = \"d\"] pub fn main() -> Vec<u8> {}", body(Some("1 + 1"), "-> Vec<u8>", "{ x }")),
         );
     }
 
@@ -739,10 +763,10 @@ mod tests {
             Kind::Test,
             "",
             "#[cfg(test)] #[my_test_helper] async fn t() {}",
-            "#[::core::prelude::v1::test] #[cfg(test)] #[my_test_helper] fn t() { ::goro::run(async move {}) }",
+            &format!("#[::core::prelude::v1::test] #[cfg(test)] #[my_test_helper] fn t() {}", body(None, "", "{}")),
         );
         // goro::main does not care.
-        assert_expands(Kind::Main, "", "#[test] async fn t() {}", "#[test] fn t() { ::goro::run(async move {}) }");
+        assert_expands(Kind::Main, "", "#[test] async fn t() {}", &format!("#[test] fn t() {}", body(None, "", "{}")));
     }
 
     #[test]

@@ -8,9 +8,16 @@
 //!
 //! | written | expands to |
 //! |---------|------------|
-//! | `#[goro::main] async fn main() -> R { body }` | `fn main() -> R { ::goro::run(async move { body }) }` |
-//! | `#[goro::main(max_procs = 2)] async fn main() -> R { body }` | `fn main() -> R { ::goro::Builder::new().max_procs(2).build().expect(..).block_on(async move { body }) }` |
-//! | `#[goro::test] async fn t() -> R { body }` | `#[test] fn t() -> R { ::goro::run(async move { body }) }` |
+//! | `#[goro::main] async fn main() -> R { body }` | `fn main() -> R { async fn __goro_main() -> R { body } (&Main::new(Builder::new(), __goro_main())).run() }` |
+//! | `#[goro::main(max_procs = 2)] ..` | the same with `Builder::new().max_procs(2)` |
+//! | `#[goro::test] async fn t() -> R { body }` | the same fn `t`, with `#[test]` |
+//!
+//! (`Main` and `Builder` are spelled `::goro::__private::Main` and `::goro::Builder`.) When
+//! the body's future is `Send + 'static` and its output `Send`, as an `async fn main` nearly
+//! always is, `run` spawns it as a G of its own (Go's main goroutine: it runs on whichever P
+//! is free) and the calling thread only waits for it, so a G that computes without a yield
+//! point can never hold main up by landing on main's thread. Otherwise it runs on the calling
+//! thread, as `Runtime::block_on` does. The compiler picks the way (see `goro_runtime::entry`).
 //!
 //! The return type (`-> R`) is optional, and anything `main` or a `#[test]` may return works
 //! (`Result<(), E>` with `E: Debug`, ...). The function's attributes (doc comments,
@@ -18,7 +25,7 @@
 //! through untouched, so compiler errors inside it point at the user's code.
 //!
 //! The only argument is `max_procs = N`: the number of Ps (Go's `GOMAXPROCS`) of a runtime built
-//! just for this function; without it, `goro::run` sizes the runtime (from `GORO_MAXPROCS`, else
+//! just for this function; without it, the runtime is sized as `goro::run` sizes one (from `GORO_MAXPROCS`, else
 //! the number of CPUs). `N` is any `usize` expression; a literal must be at least 1.
 //!
 //! Misuse is a compile error that says what is wrong and points at it: a fn that is not
@@ -38,10 +45,11 @@ use expand::{Delim, Kind, Out, Src, Tok};
 /// Runs `async fn main` as the main goroutine of a goro runtime.
 ///
 /// The function must be `async`, take no parameters and have no generics; it may return any
-/// type `main` may return. It becomes a plain `fn main()` that calls `goro::run`, or, with
-/// `max_procs = N`, builds a runtime with `N` Ps through `goro::Builder` and runs the body with
-/// `Runtime::block_on`. The calling thread becomes M0 and runs the body; when the body
-/// returns, the goroutines still alive are dropped and the runtime's threads stop.
+/// type `main` may return. It becomes a plain `fn main()` that builds a runtime (with `N` Ps
+/// given `max_procs = N`, else from `GORO_MAXPROCS` or the number of CPUs) and runs the body
+/// as its main G: a G of its own when the body's future is `Send` (the calling thread then
+/// only waits), else on the calling thread (`Runtime::block_on`). When the body returns, the
+/// goroutines still alive are dropped and the runtime's threads stop.
 ///
 /// ```ignore
 /// #[goro::main]

@@ -5,6 +5,7 @@
 
 use crate::loom::{thread, AtomicBool, Ordering::*};
 use std::future::Future;
+use std::panic::Location;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -43,13 +44,41 @@ loom::thread_local! {
 /// Blocks the calling thread until `fut` completes, parking it (not spinning) while `fut` is
 /// pending. Needs no runtime.
 ///
-/// Called from inside a G this blocks the whole M; the docs of every `*_blocking` method that
-/// uses it say so.
+/// Called from inside a G (or from the main future of `block_on`) it blocks the G's thread,
+/// which is a misuse: the async form of the call parks only the G. goro survives it as Go
+/// survives a blocking system call: the call runs as a [`syscall`](crate::syscall), so the
+/// thread's P is handed to another M while the thread sleeps, and the Gs the call makes
+/// runnable (a sender freed by a blocking receive) go where a running P finds them. The first
+/// such call at each call site prints one line on stderr naming it.
 ///
 /// ```
 /// assert_eq!(goro_runtime::block_on_thread(async { 7 }), 7);
 /// ```
+#[track_caller]
 pub fn block_on_thread<F: Future>(fut: F) -> F::Output {
+    block_on_thread_for("the async form of this call", fut)
+}
+
+/// [`block_on_thread`] for a `*_blocking` method whose async form is `async_form` (what the
+/// report of a call inside a G suggests instead, e.g. "`rx.recv().await`"). Not part of the
+/// stable API.
+#[doc(hidden)]
+#[track_caller]
+pub fn block_on_thread_for<F: Future>(async_form: &'static str, fut: F) -> F::Output {
+    if crate::context::with(|ctx| ctx.is_some()) {
+        let at = Location::caller();
+        crate::config::warn_once_at("blocking call", at, || {
+            format!(
+                "goro: a blocking call at {at} runs inside a G and blocks its thread (the runtime hands its P to \
+                 another thread meanwhile); use {async_form} instead"
+            )
+        });
+        return crate::syscall(|| park_until_done(fut));
+    }
+    park_until_done(fut)
+}
+
+fn park_until_done<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     WAKE.with(|(tw, waker)| {
         let mut cx = Context::from_waker(waker);

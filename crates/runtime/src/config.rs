@@ -6,6 +6,7 @@
 //! program down, but it must not pass silently either.
 
 use std::collections::HashSet;
+use std::panic::Location;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
@@ -29,6 +30,19 @@ pub(crate) fn warn_once(msg: &str) {
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if seen.get_or_insert_with(HashSet::new).insert(msg.to_owned()) {
         eprintln!("{msg}");
+    }
+}
+
+/// Prints the message `msg()` on stderr the first time this process reports `kind` at
+/// `location` (a spawn site, a call site): the reports of misuse that could otherwise flood
+/// stderr once per G or per call.
+pub(crate) fn warn_once_at(kind: &'static str, location: &'static Location<'static>, msg: impl FnOnce() -> String) {
+    type Key = (&'static str, &'static Location<'static>);
+    static SEEN: StdMutex<Option<HashSet<Key>>> = StdMutex::new(None);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.get_or_insert_with(HashSet::new).insert((kind, location)) {
+        drop(seen);
+        eprintln!("{}", msg());
     }
 }
 

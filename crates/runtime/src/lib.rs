@@ -38,6 +38,8 @@ mod block_on_thread;
 mod config;
 mod context;
 pub mod coop;
+#[doc(hidden)]
+pub mod entry;
 mod g;
 mod globrunq;
 #[cfg(not(loom))]
@@ -60,7 +62,7 @@ mod yield_now;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use block_on_thread::block_on_thread;
+pub use block_on_thread::{block_on_thread, block_on_thread_for};
 pub use syscall::syscall;
 
 /// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each crate's

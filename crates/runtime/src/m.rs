@@ -239,7 +239,7 @@ impl MCtx {
         // freed by the time the poll returns).
         // SAFETY: we own the queue's reference, so the header is alive.
         let who = unsafe { g.as_ref() }.who();
-        self.poll_start();
+        self.poll_start(who.goid);
         // SAFETY: `g` came out of a run queue with the queue's reference.
         let again = unsafe { g::run(g) };
         self.poll_end();
@@ -248,7 +248,7 @@ impl MCtx {
         self.curg.set(outer);
         if let Some(again) = again {
             // It woke itself during its poll (yield_now): to the back of the queue.
-            self.shared.runqput(again, false, false);
+            self.shared.runqput(again, crate::sched::Put::Back);
         }
     }
 

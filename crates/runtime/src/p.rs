@@ -29,6 +29,13 @@ pub(crate) const P_DETACHED: u8 = 3;
 /// so).
 pub(crate) const P_SPARE: u8 = 4;
 
+/// Whether a P slot in `status` is in use: one of the `max_procs` Ps that Ms run (idle,
+/// running, or in a syscall), as opposed to a detached P or a spare slot.
+#[inline]
+pub(crate) fn in_use(status: u8) -> bool {
+    matches!(status, P_IDLE | P_RUNNING | P_SYSCALL)
+}
+
 /// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
 pub(crate) const GOID_BATCH: u64 = 16;
 
@@ -86,6 +93,9 @@ pub(crate) struct PStats {
     pub(crate) schedtick: AtomicU32,
     /// G polls run on this P (sysmon: an unchanged count means one poll is still running).
     pub(crate) polls: AtomicU64,
+    /// The goid of the G whose poll runs (or ran last) on this P, 0 for a main future: whom
+    /// sysmon names when a poll never returns.
+    pub(crate) curgoid: AtomicU64,
     /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
     pub(crate) syscalltick: AtomicU64,
     /// Gs in `PLocal::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts

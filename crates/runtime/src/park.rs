@@ -1,5 +1,5 @@
-//! Parking an OS thread: the M's sleep (Go's `notesleep`/`notewakeup` on `m.park`), and a
-//! `Waker` that unparks a plain thread (for `JoinHandle::join` and `block_on`'s main future).
+//! Parking an OS thread: the M's sleep (Go's `notesleep`/`notewakeup` on `m.park`), also
+//! sysmon's.
 //!
 //! The state word makes `unpark` before `park` count (the token is kept), and makes an unpark
 //! of a thread that is not sleeping cost one atomic swap, no syscall:
@@ -7,8 +7,6 @@
 //! (by the sleeper when it returns).
 
 use crate::loom::{AtomicUsize, Condvar, Mutex, Ordering::*};
-use std::sync::Arc as StdArc;
-use std::task::{Wake, Waker};
 use std::time::Duration;
 
 const EMPTY: usize = 0;
@@ -80,34 +78,6 @@ impl Parker {
             }
             s => unreachable!("goro: parker in state {s}"),
         }
-    }
-}
-
-/// A `Waker` that unparks the thread that made it.
-pub(crate) struct ThreadWaker {
-    inner: StdArc<ThreadUnpark>,
-}
-
-struct ThreadUnpark(Parker);
-
-impl Wake for ThreadUnpark {
-    fn wake(self: StdArc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &StdArc<Self>) {
-        self.0.unpark();
-    }
-}
-
-impl ThreadWaker {
-    pub(crate) fn new() -> ThreadWaker {
-        ThreadWaker { inner: StdArc::new(ThreadUnpark(Parker::new())) }
-    }
-    pub(crate) fn waker(&self) -> Waker {
-        Waker::from(self.inner.clone())
-    }
-    pub(crate) fn park(&self) {
-        self.inner.0.park();
     }
 }
 

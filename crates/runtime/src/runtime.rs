@@ -213,7 +213,7 @@ impl Runtime {
                         ctx.acquirep(p);
                     }
                 }
-                ctx.poll_start();
+                ctx.poll_start(0);
                 let polled = future.as_mut().poll(&mut cx);
                 ctx.poll_end();
                 crate::coop::run_poll_end();

@@ -28,7 +28,7 @@ use crate::globrunq::GlobalQueue;
 use crate::loom::{fence, thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use crate::m::{self, M};
 use crate::netpoll::Netpoll;
-use crate::p::{self, RandomOrder, P, P_IDLE};
+use crate::p::{self, RandomOrder, P, P_DETACHED, P_IDLE};
 use crate::park::Parker;
 use crate::timer::Nanos;
 use crate::{config::Config, context};
@@ -42,6 +42,16 @@ use std::time::Instant;
 /// once and still be replaced (see `sysmon`).
 fn spare_slots(procs: usize) -> usize {
     (4 * procs).clamp(8, 256)
+}
+
+/// Where [`Shared::runqput`] puts a G in the current P's queue (Go's `next` argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Put {
+    /// The `runnext` slot, pushing any G already there to the back of the ring: a G just
+    /// spawned or woken runs next, warm in cache, inheriting the time slice.
+    Next,
+    /// The back of the ring: a G that yielded (it woke itself during its poll).
+    Back,
 }
 
 /// The idle lists, under the scheduler lock (Go's `sched.lock`).
@@ -108,6 +118,8 @@ pub(crate) struct Shared {
     pub(crate) blocked_polls: AtomicU64,
     /// Preemption requests sysmon made.
     pub(crate) preemptions: AtomicU64,
+    /// The P slot [`Shared::timer_home`] returned last (a hint).
+    timer_home: AtomicUsize,
 }
 
 impl Shared {
@@ -153,6 +165,7 @@ impl Shared {
             },
             blocked_polls: AtomicU64::new(0),
             preemptions: AtomicU64::new(0),
+            timer_home: AtomicUsize::new(0),
         })
     }
 
@@ -160,6 +173,23 @@ impl Shared {
     #[inline]
     pub(crate) fn used_ps(&self) -> &[P] {
         &self.ps[..self.slots_used.load(Acquire)]
+    }
+
+    /// A P slot in use, for timers that have no P of their own to go to: those armed off any
+    /// P, and those moved off a slot that went out of use (see `timer`'s "Timers move with
+    /// their P").
+    pub(crate) fn timer_home(&self) -> usize {
+        let hint = self.timer_home.load(Relaxed);
+        if p::in_use(self.ps[hint].status.load(Relaxed)) {
+            return hint;
+        }
+        // At least `procs` slots are in use at any time: `sysmon::detach` puts the spare into
+        // use before it takes the stuck P out, so a reader that sees a P out of use (Acquire)
+        // sees its replacement in use. (Every slot is scanned, not `used_ps`: `slots_used` is
+        // read before the statuses and may lag behind the replacement.)
+        let p = self.ps.iter().position(|p| p::in_use(p.status.load(Acquire))).expect("goro: no P slot in use");
+        self.timer_home.store(p, Relaxed);
+        p
     }
 
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
@@ -235,7 +265,7 @@ impl Shared {
                 g::drop_ref(g);
             }
         } else {
-            self.runqput(g, true, true);
+            self.runqput(g, Put::Next);
         }
         // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
         unsafe { JoinHandle::from_raw(g) }
@@ -244,16 +274,27 @@ impl Shared {
     /// `goready`: a waker found `g` waiting and made it runnable; the queue reference is ours.
     ///
     /// Woken on an M of this runtime, it goes to that P's `runnext`, so a channel send wakes
-    /// its receiver straight into the next slot and a ping-pong pair stays on one P. Other Ms
-    /// are woken only if that displaced a G into the stealable ring.
+    /// its receiver straight into the next slot and a ping-pong pair stays on one P. Then, as
+    /// in Go's `ready`, an idle P is woken (`wakep`) whether or not the slot was free: the
+    /// waker may go on computing for a long time, and a spinning M steals `runnext` from a
+    /// running P after a few microseconds (see `steal_work`), so the woken G never waits for
+    /// its waker's poll to end while a P idles. (goro used to wake a P only when the swap
+    /// displaced a G into the ring, as tokio does for its LIFO slot: a G woken by a computing
+    /// G then waited for the whole computation.) Cheap when it does not matter: `wakep` is a
+    /// fence and two loads when no P idles or an M already spins.
     pub(crate) fn ready(&self, g: GPtr) {
-        self.runqput(g, true, false);
+        self.runqput(g, Put::Next);
     }
 
-    /// `runqput` on the current P if this thread holds one of ours, else `globrunqput`; then
-    /// `wakep` if there is stealable work (always, for a spawn).
-    pub(crate) fn runqput(&self, g: GPtr, next: bool, spawned: bool) {
-        let local = context::with(|ctx| context::current_p_of(ctx, self));
+    /// Go's `runqput` on the current P if this thread holds one of ours, else `globrunqput`;
+    /// then `wakep`, as Go's `newproc` and `ready` do after theirs.
+    ///
+    /// A P that sysmon detached (its M is stuck in a poll that blocks the thread) cannot run
+    /// its queue: a G made runnable by that stuck poll (a blocking receive that frees a
+    /// sender, a spawn) goes to the global queue instead, where a running P finds it.
+    pub(crate) fn runqput(&self, g: GPtr, put: Put) {
+        let local = context::with(|ctx| context::current_p_of(ctx, self))
+            .filter(|&pid| self.ps[pid].status.load(Relaxed) != P_DETACHED);
         let Some(pid) = local else {
             self.global.push(g);
             // Pairs with the fence after shutdown's store of its flag (see below).
@@ -272,20 +313,17 @@ impl Shared {
         };
         let p = &self.ps[pid];
         // SAFETY: this thread owns `p`.
-        let (displaced, overflow) = unsafe {
-            if next {
-                p.runq.push_next(g)
-            } else {
-                (true, p.runq.push_back(g))
+        let overflow = unsafe {
+            match put {
+                Put::Next => p.runq.push_next(g).1,
+                Put::Back => p.runq.push_back(g),
             }
         };
         if let Some(batch) = overflow {
             p::bump(&p.stats.local_runq_overflows, 1);
             self.global.push_batch(batch.iter());
         }
-        if displaced || spawned {
-            self.wakep();
-        }
+        self.wakep();
     }
 
     /// `wakep`: if a P is idle and no M is spinning, start a spinning M on it.

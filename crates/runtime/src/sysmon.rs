@@ -8,13 +8,16 @@
 //! - **asks long-running Gs to yield**: a P that has run the same time slice for 10 ms gets its
 //!   `preempt` flag set, which goro's yield points honour (see `coop`);
 //! - **hands off Ps stuck in a blocked poll** (`detach`): a P whose M has been inside one poll
-//!   for two time slices, asleep in the kernel (the G called something that blocks the thread,
-//!   outside `goro::syscall`), is replaced by a spare P slot, which gets its queued Gs and an
-//!   M. The stuck M keeps the old P until its poll returns, then turns it into a spare, and
-//!   reports the G on stderr once per spawn location. A poll that is *computing* (a loop with
-//!   no yield point) is not handed off: another thread would only compete for the same CPUs;
-//!   it keeps its P until it yields, as Go's goroutines did before asynchronous preemption.
-//!   `Builder::handoff_blocked(false)` turns the hand-off off;
+//!   for two time slices, asleep in the kernel for a whole time slice of it (the G called
+//!   something that blocks the thread, outside `goro::syscall`), is replaced by a spare P slot,
+//!   which gets its queued Gs, its timers and an M. The stuck M keeps the old P until its poll
+//!   returns, then turns it into a spare, and reports the G on stderr once per spawn location.
+//!   A poll that is *computing* (a loop with no yield point), or whose thread merely waits for
+//!   a CPU on a loaded machine, is never handed off: Linux says which (see [`thread_asleep`]),
+//!   and another thread would only compete for the same CPUs. It keeps its P until it yields,
+//!   as Go's goroutines did before asynchronous preemption; after [`LONG_POLL`] sysmon says so
+//!   on stderr, once per spawn location. `Builder::handoff_blocked(false)` turns the hand-off
+//!   off;
 //! - **polls the network** if nobody has for 10 ms while Gs wait on I/O, and starts an M if a
 //!   timer is overdue while a P is idle;
 //! - prints the `GORO_DEBUG=schedtrace=N` line every N ms.
@@ -29,10 +32,9 @@ use crate::m::MCtx;
 use crate::metrics::schedtrace_line;
 use crate::p::{self, P_DETACHED, P_IDLE, P_RUNNING, P_SYSCALL};
 use crate::sched::Shared;
-use std::collections::HashSet;
 use std::io;
 use std::panic::Location;
-use std::sync::{Arc as StdArc, Mutex as StdMutex};
+use std::sync::Arc as StdArc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,8 @@ const TIME_SLICE: Duration = Duration::from_millis(10);
 /// the preemption request at one slice gives a G that reaches a yield point the chance to
 /// yield first).
 const BLOCKED_POLL: Duration = Duration::from_millis(20);
+/// A poll that computes this long without returning is reported (it cannot be preempted).
+pub(crate) const LONG_POLL: Duration = Duration::from_secs(1);
 /// Shortest and longest sleep between rounds (Go's 20 µs and 10 ms).
 const MIN_DELAY: Duration = Duration::from_micros(20);
 const MAX_DELAY: Duration = Duration::from_millis(10);
@@ -62,9 +66,11 @@ struct Seen {
     pollwhen: Instant,
     syscalltick: u64,
     syscallwhen: Instant,
-    /// When the stuck poll's thread was first looked at, and how long it had run or waited for
-    /// a CPU by then (Linux's schedstat), to tell a blocked thread from a busy one.
-    stat: Option<(Instant, u64)>,
+    /// Since when the thread of the poll running since `pollwhen` has been asleep in the kernel
+    /// at every look (`None`: it was running or runnable at the last look).
+    asleep_since: Option<Instant>,
+    /// Whether that poll was reported as a long computation.
+    reported_long: bool,
 }
 
 impl Sysmon {
@@ -92,7 +98,8 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             pollwhen: start,
             syscalltick: 0,
             syscallwhen: start,
-            stat: None,
+            asleep_since: None,
+            reported_long: false,
         };
         sh.ps.len()
     ];
@@ -215,20 +222,32 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                 if polls != s.polls {
                     s.polls = polls;
                     s.pollwhen = now;
-                    s.stat = None;
-                } else if polls & 1 == 1 && sh.config.handoff_blocked {
+                    s.asleep_since = None;
+                    s.reported_long = false;
+                } else if polls & 1 == 1 {
                     // One poll has been running since `pollwhen`.
                     let stuck = now - s.pollwhen;
-                    let tid = pp.tid.load(Relaxed);
-                    if stuck >= TIME_SLICE / 2 && s.stat.is_none() {
-                        s.stat = Some((now, schedstat_busy(tid).unwrap_or(0)));
+                    if stuck >= TIME_SLICE / 2 {
+                        // Unknown (no /proc) counts as asleep: then every stuck poll is handed
+                        // off, as before Linux could be asked.
+                        if thread_asleep(pp.tid.load(Relaxed)).unwrap_or(true) {
+                            s.asleep_since.get_or_insert(now);
+                        } else {
+                            s.asleep_since = None;
+                        }
                     }
-                    if stuck >= BLOCKED_POLL
-                        && s.preempted
-                        && blocked(s, tid, now)
-                        && detach(sh, i, polls, sh.nanos_at(s.pollwhen))
-                    {
-                        acted = true;
+                    let blocked = s.asleep_since.is_some_and(|t| now - t >= TIME_SLICE);
+                    if blocked {
+                        if stuck >= BLOCKED_POLL
+                            && s.preempted
+                            && sh.config.handoff_blocked
+                            && detach(sh, i, polls, sh.nanos_at(s.pollwhen))
+                        {
+                            acted = true;
+                        }
+                    } else if stuck >= LONG_POLL && !s.reported_long && s.asleep_since.is_none() {
+                        s.reported_long = true;
+                        report_long_poll(sh, pp.stats.curgoid.load(Relaxed), stuck);
                     }
                 }
             }
@@ -249,37 +268,22 @@ pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
     true
 }
 
-/// Whether the thread of a poll that has not returned for [`BLOCKED_POLL`] is *blocked*
-/// (asleep in the kernel: a blocking call), the case the hand-off is for. Linux's
-/// `/proc/self/task/<tid>/schedstat` says how long the thread has run and waited for a CPU
-/// since the first look (at half a time slice): if running and waiting together fill most of
-/// that time, the thread is computing (a hog: handing its P off would only add a thread
-/// competing for the CPUs; it yields at its next yield point) or merely descheduled (a loaded
-/// machine), and it is left alone, with a new baseline for the next round. Where there is no
-/// schedstat, every stuck poll counts as blocked.
-fn blocked(s: &mut Seen, tid: u32, now: Instant) -> bool {
-    let Some((t0, cpu0)) = s.stat else {
-        s.stat = Some((now, schedstat_busy(tid).unwrap_or(0)));
-        return false;
-    };
-    let Some(cpu1) = schedstat_busy(tid) else { return true };
-    let wall = now.saturating_duration_since(t0).as_nanos() as u64;
-    if cpu1.saturating_sub(cpu0) * 2 > wall {
-        s.stat = Some((now, cpu1));
-        return false;
-    }
-    true
-}
-
-/// Nanoseconds thread `tid` of this process has spent running plus waiting on a run queue
-/// (schedstat's first two fields): the time it was not asleep.
-fn schedstat_busy(tid: u32) -> Option<u64> {
+/// Whether thread `tid` of this process is asleep in the kernel (Linux's state `S` or `D`:
+/// waiting in a blocking call, for a lock, for I/O), as opposed to running or waiting for a CPU
+/// (`R`); `None` where `/proc/self/task/<tid>/stat` cannot be read.
+///
+/// This is what tells a blocked poll from a computing one. goro used to infer it from
+/// `schedstat`'s run and run-queue times, and took computing threads for blocked ones on a
+/// loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when the
+/// thread gets a CPU again, so a thread that waited for one looked asleep meanwhile.
+fn thread_asleep(tid: u32) -> Option<bool> {
     if tid == 0 {
         return None;
     }
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-    Some(f.next()??.saturating_add(f.next()??))
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
+    let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
+    Some(matches!(state, 'S' | 'D'))
 }
 
 /// The calling thread's kernel id on Linux (0 elsewhere), cached per thread: Ms publish it in
@@ -308,31 +312,41 @@ pub(crate) fn current_tid() -> u32 {
 
 /// Replaces P `i`, whose M has been stuck in the poll numbered `polls` since `since`, by a
 /// spare slot that gets its queued Gs and an M. Returns whether it did.
-fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
+pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
     let pp = &sh.ps[i];
     let mut idle = sh.idle.lock();
-    // Under the scheduler lock the stuck M cannot be giving the P up meanwhile (it does that
-    // under this lock); the CAS then the re-read of `polls` make sure it is still stuck in
-    // that same poll (if it has moved on, undo).
-    if pp.status.compare_exchange(P_RUNNING, P_DETACHED, AcqRel, Relaxed).is_err() {
-        return false;
-    }
-    if pp.stats.polls.load(Acquire) != polls {
-        pp.status.store(P_RUNNING, Release);
-        return false;
-    }
     let Some(spare) = idle.spare.pop() else {
-        pp.status.store(P_RUNNING, Release);
         drop(idle);
         config::warn_once("goro: too many Gs are blocking their threads at once; no spare P is left to hand their work to (use goro::syscall around blocking calls)");
         return false;
     };
+    // The spare goes into use before the stuck P goes out of it, so that a slot in use can
+    // always be found (`Shared::timer_home`).
     sh.slots_used.fetch_max(spare + 1, AcqRel);
+    sh.ps[spare].status.store(P_IDLE, Release);
+    // Under the scheduler lock the stuck M cannot be giving the P up meanwhile (it does that
+    // under this lock); the CAS then the re-read of `polls` make sure it is still stuck in
+    // that same poll (if it has moved on, undo).
+    let stuck = pp.status.compare_exchange(P_RUNNING, P_DETACHED, AcqRel, Relaxed).is_ok();
+    if !stuck || pp.stats.polls.load(Acquire) != polls {
+        if stuck {
+            pp.status.store(P_RUNNING, Release);
+        }
+        sh.ps[spare].status.store(p::P_SPARE, Release);
+        drop(idle);
+        // The spare was in use for a moment: a timer may have landed on it (rule 1 of
+        // `timer`'s "Timers move with their P"), before it goes back on the list.
+        crate::timer::move_timers(sh, spare, sh.timer_home());
+        sh.idle.lock().spare.push(spare);
+        return false;
+    }
     pp.blocked_since.store(since, Relaxed);
-    sh.ps[spare].status.store(P_IDLE, Relaxed);
     drop(idle);
     sh.handoffs.fetch_add(1, Relaxed);
     sh.blocked_polls.fetch_add(1, Relaxed);
+    // The spare takes the stuck P's place: its timers first (rule 1 of `timer`'s "Timers move
+    // with their P": the status is published), then its queue.
+    crate::timer::move_timers(sh, i, spare);
     // Move the stuck P's queued Gs to the spare, which nobody else can reach yet (sysmon is its
     // owner until `handoffp`); the stuck M only pushes to its ring, and stealing is safe
     // against that.
@@ -360,27 +374,38 @@ fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
 
 /// Called by the stuck M once its poll returned: one line on stderr per spawn location.
 pub(crate) fn report_blocked(sh: &Shared, pid: usize, who: Option<Who>) {
-    static SEEN: StdMutex<Option<HashSet<&'static Location<'static>>>> = StdMutex::new(None);
     let since = sh.ps[pid].blocked_since.load(Relaxed);
     let ms = sh.nanotime().saturating_sub(since) / 1_000_000;
-    let msg = match who {
-        Some(w) => {
-            let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-            if !seen.get_or_insert_with(HashSet::new).insert(w.location) {
-                return;
-            }
-            format!(
-                "goro: G {} spawned at {} blocked its thread for {ms}ms in one poll (a blocking call, or a long \
-                 computation with no await); its other Gs moved to another thread. Wrap blocking calls in goro::syscall",
-                w.goid, w.location
-            )
-        }
-        None => format!(
-            "goro: the main G (block_on) blocked its thread for {ms}ms in one poll (a blocking call, or a long \
-             computation with no await); its other Gs moved to another thread. Wrap blocking calls in goro::syscall"
-        ),
+    let (whom, at) = match who {
+        Some(w) => (format!("G {} spawned at {}", w.goid, w.location), w.location),
+        None => ("the main G (block_on)".to_owned(), Location::caller()),
     };
-    config::warn_once(&msg);
+    config::warn_once_at("blocked poll", at, || {
+        format!(
+            "goro: {whom} blocked its thread for {ms}ms in one poll (asleep in a blocking call); its other Gs \
+             moved to another thread. Wrap blocking calls in goro::syscall"
+        )
+    });
+}
+
+/// A poll has computed for `stuck` (at least [`LONG_POLL`]) without returning: one line on
+/// stderr per spawn location. Printed by sysmon, since the M may never come back.
+fn report_long_poll(sh: &Shared, goid: u64, stuck: Duration) {
+    let at = if goid == 0 { None } else { sh.allgs.with_g(goid, |h| h.location) };
+    let (whom, key) = match at {
+        Some(at) => (format!("G {goid} spawned at {at}"), at),
+        None if goid == 0 => ("the main G (block_on)".to_owned(), Location::caller()),
+        // Finished meanwhile: nothing to say.
+        None => return,
+    };
+    config::warn_once_at("long poll", key, || {
+        format!(
+            "goro: {whom} has computed for {}s without reaching a yield point; goro cannot preempt it, so \
+             what waits for its thread waits too. Insert goro::yield_now().await in long loops (or check \
+             goro::coop::should_yield())",
+            stuck.as_secs()
+        )
+    });
 }
 
 /// The M side of sysmon's watch: the poll count it reads, and giving up a P that sysmon
@@ -389,14 +414,18 @@ impl MCtx {
     /// Marks the start of a G's poll on this M's P: the P's poll count becomes a new odd
     /// value. sysmon reads an odd count that has not moved since its last look as "one poll
     /// has been running all along".
+    /// `goid` is the G about to be polled (0: the main future), for sysmon's reports.
     #[inline]
-    pub(crate) fn poll_start(&self) {
-        // Only sysmon reads the count, and loom models run no sysmon: keep their paths short.
+    pub(crate) fn poll_start(&self, goid: u64) {
+        // Only sysmon reads these, and loom models run no sysmon: keep their paths short.
         #[cfg(not(loom))]
         if let Some(pid) = self.p.get() {
-            let c = &self.shared.ps[pid].stats.polls;
-            c.store(c.load(Relaxed).wrapping_add(2) | 1, Relaxed);
+            let st = &self.shared.ps[pid].stats;
+            st.curgoid.store(goid, Relaxed);
+            st.polls.store(st.polls.load(Relaxed).wrapping_add(2) | 1, Relaxed);
         }
+        #[cfg(loom)]
+        let _ = goid;
     }
 
     /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
@@ -429,6 +458,8 @@ impl MCtx {
         while let Some(g) = unsafe { p.runq.pop_runnext() }.or_else(|| unsafe { p.runq.pop() }) {
             sh.global.push(g);
         }
+        // No timer is left here to move: sysmon moved the heap when it detached the P, and an
+        // arming on a detached P moves itself (`timer`'s "Timers move with their P").
         let mut idle = sh.idle.lock();
         self.releasep();
         p.status.store(p::P_SPARE, Release);

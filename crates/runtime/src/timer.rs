@@ -21,6 +21,31 @@
 //!   1.23 guarantees for `Stop` and `Reset`.
 //! - `P::timer0` is the deadline at the top of that P's heap (stale or not), 0 for an empty heap,
 //!   written under the heap lock; readers use it to skip the lock and the clock.
+//!
+//! # Timers move with their P
+//!
+//! Go's rule: a P's timers are run by whoever runs the P (its owner at every `schedule`, a
+//! thief that steals from it, the idle M that sleeps until the earliest deadline and then
+//! takes an idle P), so a timer must always sit on a P slot that is *in use* (idle, running or
+//! in a syscall). goro also takes slots out of use: sysmon detaches a P whose M is stuck in a
+//! poll that blocks its thread and hands its work to a spare slot, and the stuck M turns the
+//! detached P into a spare when its poll returns. Neither is ever run again, so timers left
+//! there never fired (a detached P's run queue moved, its heap did not). Two rules keep every
+//! entry on a slot in use:
+//!
+//! 1. Whoever takes a slot out of use (sysmon detaching a P; a spare put back unused) first
+//!    publishes its status, then moves the slot's heap to a slot in use ([`move_timers`], Go's
+//!    `moveTimers`).
+//! 2. Whoever pushes an entry onto a heap (an arming, a ticker's next arming, a move) reads the
+//!    slot's status after the push, and if the slot is out of use, moves that heap itself.
+//!
+//! An entry pushed before the mover of rule 1 took the heap (the heap lock orders the two) is
+//! moved by it; one pushed after sees the status the mover published before taking the heap,
+//! and rule 2 moves it. So a slot out of use holds an entry only until its pusher has moved it,
+//! and a detached P that becomes a spare has nothing left to move. The loom models
+//! `loom_tests::timer::loom_timer_moves_with_a_detached_p` and
+//! `loom_timer_ticker_fired_on_a_detached_p_moves` run a detach against an arming by the stuck
+//! G and a thief firing the P's heap; each rule is needed for them to pass.
 
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use crate::sched::Shared;
@@ -138,7 +163,7 @@ impl TimerCore {
     /// result).
     pub(crate) fn arm(self: &StdArc<Self>, sh: &Shared, when: Nanos, period: Nanos) -> bool {
         let when = when.max(1);
-        let p = crate::context::with(|ctx| crate::context::current_p_of(ctx, sh)).unwrap_or(0);
+        let p = crate::context::with(|ctx| crate::context::current_p_of(ctx, sh)).unwrap_or_else(|| sh.timer_home());
         let mut st = self.state.lock();
         let was = st.armed;
         if was {
@@ -155,6 +180,8 @@ impl TimerCore {
         if earliest {
             sh.wake_netpoller(when);
         }
+        // Rule 2 of the module docs (our P may have been detached by sysmon meanwhile).
+        rehome_if_out_of_use(sh, p);
         was
     }
 
@@ -274,6 +301,11 @@ pub(crate) fn run_timers(sh: &Shared, p: usize, now: Nanos) -> usize {
         };
         if top.when > now {
             sh.ps[p].timer0.store(top.when, Release);
+            drop(heap);
+            // Rule 2 of the module docs: a ticker that fired here re-armed on this heap.
+            if fired > 0 {
+                rehome_if_out_of_use(sh, p);
+            }
             return fired;
         }
         let e = heap.pop().expect("peeked");
@@ -286,6 +318,56 @@ pub(crate) fn run_timers(sh: &Shared, p: usize, now: Nanos) -> usize {
         }
         e.timer.fire(sh, p, e.gen, now);
         fired += 1;
+    }
+}
+
+/// Moves the live entries of P slot `from`'s heap to slot `to`'s (Go's `moveTimers`): the
+/// step of rule 1 of the module docs, after `from` went out of use. Entries made stale
+/// meanwhile are dropped; `to` is re-checked by rule 2 (it may have gone out of use since it
+/// was chosen). Takes each timer's lock, so it must be called with no timer, heap or
+/// scheduler lock held.
+pub(crate) fn move_timers(sh: &Shared, from: usize, to: usize) {
+    debug_assert_ne!(from, to, "goro: moving a heap onto itself");
+    let t = &sh.ps[from].timers;
+    let entries = {
+        let mut heap = t.heap.lock();
+        sh.ps[from].timer0.store(0, Release);
+        std::mem::take(&mut *heap)
+    };
+    if entries.is_empty() {
+        return;
+    }
+    let mut earliest = None;
+    for e in entries.into_vec() {
+        let timer = e.timer.clone();
+        let mut st = timer.state.lock();
+        if !st.armed || timer.gen.load(Relaxed) != e.gen || st.heap != from {
+            // Stale: the stop or re-arm that made it so counted it in `from`'s heap.
+            drop(st);
+            let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+            continue;
+        }
+        st.heap = to;
+        let when = e.when;
+        if push(sh, to, e) {
+            earliest = Some(earliest.map_or(when, |w: Nanos| w.min(when)));
+        }
+        drop(st);
+    }
+    if let Some(when) = earliest {
+        sh.wake_netpoller(when);
+    }
+    rehome_if_out_of_use(sh, to);
+}
+
+/// Rule 2 of the module docs: after a push onto slot `p`'s heap, if `p` is out of use (sysmon
+/// detached it, or it became a spare), moves its heap to a slot in use.
+fn rehome_if_out_of_use(sh: &Shared, p: usize) {
+    // Relaxed is enough: the mover of rule 1 stored the status before taking the heap under
+    // its lock, and our push released the same lock after that, or came first (then the
+    // mover took our entry).
+    if !crate::p::in_use(sh.ps[p].status.load(Relaxed)) && sh.ps[p].timer0.load(Acquire) != 0 {
+        move_timers(sh, p, sh.timer_home());
     }
 }
 

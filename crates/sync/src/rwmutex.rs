@@ -148,8 +148,9 @@ impl<T: ?Sized> RwMutex<T> {
     /// let m = goro::sync::RwMutex::new("hi");
     /// assert_eq!(*m.read_blocking(), "hi");
     /// ```
+    #[track_caller]
     pub fn read_blocking(&self) -> RwMutexReadGuard<'_, T> {
-        goro_runtime::block_on_thread(self.read())
+        goro_runtime::block_on_thread_for("`rw.read().await`", self.read())
     }
 
     /// Locks for writing, blocking the calling thread: [`write`](RwMutex::write) for plain
@@ -160,8 +161,9 @@ impl<T: ?Sized> RwMutex<T> {
     /// *m.write_blocking() = 3;
     /// assert_eq!(*m.read_blocking(), 3);
     /// ```
+    #[track_caller]
     pub fn write_blocking(&self) -> RwMutexWriteGuard<'_, T> {
-        goro_runtime::block_on_thread(self.write())
+        goro_runtime::block_on_thread_for("`rw.write().await`", self.write())
     }
 
     /// Takes a read lock if that is possible without waiting (Go's `TryRLock`): `None` while a

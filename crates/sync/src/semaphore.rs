@@ -181,7 +181,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire_blocking(&self, k: usize) {
-        goro_runtime::block_on_thread(self.acquire(k));
+        goro_runtime::block_on_thread_for("`sem.acquire(k).await`", self.acquire(k));
     }
 
     /// Takes `k` permits if they are available and nobody is waiting; `false` (and nothing

@@ -216,8 +216,9 @@ impl WaitGroup {
     /// wg.wait_blocking();
     /// # for t in threads { t.join().unwrap(); }
     /// ```
+    #[track_caller]
     pub fn wait_blocking(&self) {
-        goro_runtime::block_on_thread(self.wait());
+        goro_runtime::block_on_thread_for("`wg.wait().await`", self.wait());
     }
 
     /// Adds one to the counter and starts a G running `fut` that calls [`done`](WaitGroup::done)

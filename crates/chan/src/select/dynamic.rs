@@ -211,8 +211,9 @@ impl<'a> Select<'a> {
     /// let t = sel.recv(&rx);
     /// assert_eq!(sel.wait_blocking(), Some(t.index()));
     /// ```
+    #[track_caller]
     pub fn wait_blocking(&mut self) -> Option<usize> {
-        goro_runtime::block_on_thread(self.wait())
+        goro_runtime::block_on_thread_for("`sel.wait().await`", self.wait())
     }
 
     /// The outcome of receive case `token`, which must be the case that fired: `Some(v)`, or

@@ -316,8 +316,9 @@ fn seed(addr: u64) -> u64 {
 
 /// Waits for `fut` on the calling thread (for `select_blocking!`).
 #[doc(hidden)]
+#[track_caller]
 pub fn block_on<F: Future>(fut: F) -> F::Output {
-    goro_runtime::block_on_thread(fut)
+    goro_runtime::block_on_thread_for("`goro::select!`", fut)
 }
 
 /// Turns whatever a `select!` case names into an optional handle: a `Receiver`, a reference to

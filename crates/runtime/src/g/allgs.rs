@@ -102,6 +102,27 @@ impl AllGs {
         }
     }
 
+    /// Calls `f` with the header of the G numbered `goid`, if it is in the list, under its
+    /// shard's lock (`f` must not touch the list). For reports about a G that another thread
+    /// is polling: the list's reference keeps the header alive while the lock is held.
+    pub(crate) fn with_g<R>(&self, goid: u64, f: impl FnOnce(&Header) -> R) -> Option<R> {
+        let s = self.shards[((goid / GOID_BATCH) & self.mask) as usize].lock();
+        let mut cur = s.head;
+        while let Some(g) = cur {
+            // SAFETY: under the shard lock a linked G is live (the list holds a reference on
+            // it), and its links are written only under this lock.
+            let (h, next) = unsafe {
+                let h = g.as_ref();
+                (h, h.all_next.with(|n| *n))
+            };
+            if h.goid == goid {
+                return Some(f(h));
+            }
+            cur = next;
+        }
+        None
+    }
+
     /// Live Gs (for `num_goroutine`).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()

@@ -97,24 +97,18 @@ impl<T> JoinHandle<T> {
 
     /// Blocks the calling thread until the G finishes, and returns its result.
     ///
-    /// For plain threads. Inside a G, `.await` the handle instead: `join` blocks the whole M
-    /// (with one P, the G waited for could never run).
+    /// For plain threads. Inside a G, `.await` the handle instead: `join` blocks the G's
+    /// thread (the runtime survives it as a blocking system call, handing the thread's P to
+    /// another M meanwhile, and reports the call site once on stderr).
     ///
     /// ```
     /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
     /// let h = rt.spawn(async { "done" });
     /// assert_eq!(h.join().unwrap(), "done");
     /// ```
-    pub fn join(mut self) -> Result<T, JoinError> {
-        let parker = crate::park::ThreadWaker::new();
-        let waker = parker.waker();
-        let mut cx = Context::from_waker(&waker);
-        loop {
-            if let Poll::Ready(out) = Pin::new(&mut self).poll(&mut cx) {
-                return out;
-            }
-            parker.park();
-        }
+    #[track_caller]
+    pub fn join(self) -> Result<T, JoinError> {
+        crate::block_on_thread_for("`handle.await`", self)
     }
 
     fn read_output(&mut self) -> Result<T, JoinError> {

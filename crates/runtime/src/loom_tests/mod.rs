@@ -15,7 +15,8 @@
 //! - [`park`]: the M's parker and the thread waker behind `JoinHandle::join`: no lost wake-up.
 //! - [`sched`]: the whole runtime (`Builder::build`, `block_on`, `go`, drop) end to end.
 //! - [`timer`]: the timer core: stop, re-arm and a sleeping G's new waker racing the firing,
-//!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns.
+//!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns;
+//!   timers moving off a P that sysmon detached, racing an arming and a firing.
 //!
 //! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours).

@@ -16,7 +16,10 @@
 //! - the waker of a sleeping G set while the timer fires is either the one woken, or
 //!   `set_waker` reports that the timer already fired (no lost wake-up);
 //! - the heap's count of stale entries is exact once the threads are joined (an overcount
-//!   would make every push rebuild a small heap).
+//!   would make every push rebuild a small heap);
+//! - timers move with their P: when sysmon detaches P0 (whose M is stuck in a poll) and the
+//!   stuck M later gives it up, racing an arming by the stuck G and a thief firing P0's heap,
+//!   no entry is left on P0 (out of use, so never run again) and each arming fires once.
 
 use super::g::shared;
 use super::model;
@@ -48,9 +51,99 @@ fn m(sh: &StdArc<Shared>, now: Nanos) -> thread::JoinHandle<usize> {
 /// Once every thread is joined: the deadlines of P0's live entries, after checking that the
 /// heap's stale count matches its stale entries.
 fn census(sh: &Shared) -> Vec<Nanos> {
-    let (live, stale_entries, stale_count) = sh.ps[0].timers.census();
-    assert_eq!(stale_count, stale_entries, "the heap's count of stale entries is off");
+    census_of(sh, 0)
+}
+
+/// [`census`] of P slot `p`'s heap.
+fn census_of(sh: &Shared, p: usize) -> Vec<Nanos> {
+    let (live, stale_entries, stale_count) = sh.ps[p].timers.census();
+    assert_eq!(stale_count, stale_entries, "P{p}: the heap's count of stale entries is off");
     live
+}
+
+/// sysmon's `detach` of P0, whose M is stuck in a poll: the first spare slot takes its place
+/// (its status, its timers, its queue), and P0 goes out of use. A spinning M is pretended from
+/// then on, so that `handoffp` idles the spare and `wakep` starts no thread (the models have
+/// no Ms). Returns the spare's index.
+fn detach_p0(sh: &Shared) -> usize {
+    use crate::loom::Ordering::Relaxed;
+    sh.nmspinning.fetch_add(1, SeqCst);
+    let polls = 1; // one poll running
+    sh.ps[0].stats.polls.store(polls, Relaxed);
+    assert!(crate::sysmon::detach(sh, 0, polls, 1), "detach refused");
+    // Detached, or already a spare if the stuck M's poll returned meanwhile.
+    assert!(!crate::p::in_use(sh.ps[0].status.load(SeqCst)));
+    sh.procs
+}
+
+/// On a thread of its own, the stuck M holding P0: runs `f` with P0 as its current P (what a
+/// G polled there sees, and the M once the poll returns).
+fn stuck_m(sh: &StdArc<Shared>, f: impl FnOnce(&crate::m::MCtx) + Send + 'static) -> thread::JoinHandle<()> {
+    let sh = sh.clone();
+    thread::spawn(move || {
+        let ctx = crate::m::MCtx::new(sh, StdArc::new(crate::m::M::new()), None);
+        ctx.p.set(Some(0));
+        let _enter = crate::context::enter(&ctx);
+        f(&ctx);
+    })
+}
+
+/// Timers move with their P (`timer`'s module docs): sysmon detaches P0 while the G stuck on
+/// it arms a timer there and a thief fires P0's expired timer. Nothing stays on P0 (a detached
+/// P, then a spare, which no M runs: the bug was a timer left there forever); each arming
+/// fires exactly once, from the spare's heap if the thief did not fire it first.
+#[test]
+fn loom_timer_moves_with_a_detached_p() {
+    model(|| {
+        let sh = shared();
+        let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let t1 = counting(&r1, true);
+        t1.arm(&sh, 10, 0);
+        let t2 = counting(&r2, true);
+        // Its poll never returns (within the model): only the arming's own move (rule 2) can
+        // take this timer off P0.
+        let stuck = stuck_m(&sh, move |ctx| {
+            t2.arm(&ctx.shared, 20, 0);
+        });
+        let thief = m(&sh, 10);
+        let spare = detach_p0(&sh);
+        stuck.join().unwrap();
+        let fired = thief.join().unwrap();
+        assert!(census_of(&sh, 0).is_empty(), "a timer stayed on the detached P");
+        let live = census_of(&sh, spare);
+        let n1 = r1.load(SeqCst);
+        assert_eq!(n1 + usize::from(live.contains(&10)), 1, "t1 fired {n1} times, live on the spare: {live:?}");
+        assert!(live.contains(&20), "the stuck G's timer is not on the spare: {live:?}");
+        assert_eq!(fired, n1);
+        assert_eq!(timer::run_timers(&sh, spare, 1_000), live.len());
+        assert_eq!((r1.load(SeqCst), r2.load(SeqCst)), (1, 1));
+    });
+}
+
+/// A thief fires a ticker on P0 (which re-arms it on P0's heap) while sysmon detaches P0 and
+/// the stuck M then gives it up (it becomes a spare): the ticker ends up with exactly one live
+/// entry, on the P in use, and nothing stays on P0.
+#[test]
+fn loom_timer_ticker_fired_on_a_detached_p_moves() {
+    model(|| {
+        let sh = shared();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let t = counting(&runs, true);
+        t.arm(&sh, 10, 10);
+        // Its poll returns: it gives P0 up if detached (`check_detached`: P0 becomes a spare,
+        // its timers move to a P in use).
+        let stuck = stuck_m(&sh, |ctx| ctx.check_detached(None));
+        let thief = m(&sh, 10);
+        let spare = detach_p0(&sh);
+        stuck.join().unwrap();
+        let fired = thief.join().unwrap();
+        assert!(census_of(&sh, 0).is_empty(), "a timer stayed on the detached P");
+        let live = census_of(&sh, spare);
+        assert_eq!(fired, runs.load(SeqCst));
+        assert_eq!(live, [if fired == 1 { 20 } else { 10 }], "the ticker's entries: {live:?}");
+        assert!(t.stop(Some(&sh)));
+        assert!(census_of(&sh, spare).is_empty());
+    });
 }
 
 /// Stop racing the firing of a one-shot: exactly one of {stop returned true, the action ran};

@@ -144,7 +144,7 @@ impl<T: ?Sized> Mutex<T> {
     /// });
     /// ```
     pub fn lock(&self) -> Lock<'_, T> {
-        Lock { lock: self, op: LockOp::new(true) }
+        Lock { lock: self, op: LockOp::new() }
     }
 
     /// Locks, blocking the calling thread: [`lock`](Mutex::lock) for plain threads. Called from
@@ -155,8 +155,9 @@ impl<T: ?Sized> Mutex<T> {
     /// *m.lock_blocking() = 3;
     /// assert_eq!(*m.lock_blocking(), 3);
     /// ```
+    #[track_caller]
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        goro_runtime::block_on_thread(Lock { lock: self, op: LockOp::new(false) })
+        goro_runtime::block_on_thread_for("`mutex.lock().await`", Lock { lock: self, op: LockOp::new() })
     }
 
     /// Locks if no one holds the mutex (Go's `TryLock`); never waits. As in Go it may take the

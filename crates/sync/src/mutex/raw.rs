@@ -34,16 +34,6 @@
 //! lock is handed to the last waiter (the unlock clears `STARVING`) or to one that waited less
 //! than the threshold (it clears `STARVING` itself), as in Go.
 //!
-//! # One addition for goro: stalled wake-ups
-//!
-//! A woken G becomes runnable in the `runnext` slot of the P whose G woke it, and goro does not
-//! preempt a running G yet (Go does, and its idle Ps steal such a G). A G that relocks in a
-//! loop without ever waiting would keep the woken waiter from running at all, so it could never
-//! notice that it starves. So an async locker about to barge past a waiter that was woken more
-//! than [`STARVATION_THRESHOLD`] ago (`woken_at`) yields once instead: it wakes itself and
-//! returns `Pending` without queueing. This is a heuristic on the side: it never changes the
-//! state word, and loom (which has no clock) does not model it.
-//!
 //! # Invariants
 //!
 //! 1. `waiters` changes only under the list's lock, together with the list itself: whenever the
@@ -123,11 +113,6 @@ pub(crate) struct RawMutex {
     /// not depend on how fast the machine is).
     #[cfg(all(test, not(loom)))]
     pub(super) threshold_ns: crate::loom::AtomicU64,
-    /// When the current owner of `WOKEN` was woken ([`clock`]), or [`NOT_WOKEN`] if it is a
-    /// spinning locker: for [`stalled_wake_up`](Self::stalled_wake_up) only, a heuristic that
-    /// never affects the state word.
-    #[cfg(not(loom))]
-    woken_at: crate::loom::AtomicU64,
 }
 
 impl RawMutex {
@@ -139,8 +124,6 @@ impl RawMutex {
             force_starving: false,
             #[cfg(all(test, not(loom)))]
             threshold_ns: crate::loom::AtomicU64::new(STARVATION_THRESHOLD.as_nanos() as u64),
-            #[cfg(not(loom))]
-            woken_at: crate::loom::AtomicU64::new(NOT_WOKEN),
         }
     }
 
@@ -213,8 +196,6 @@ impl RawMutex {
             }
             match self.state.compare_exchange_weak(old, new, AcqRel, Relaxed) {
                 Ok(_) if wake => {
-                    #[cfg(not(loom))]
-                    self.woken_at.store(clock(), Relaxed);
                     // Invariant 1: `waiters` was non-zero under the lock, so the list is not empty.
                     let waker = list.pop_front(WOKEN_UP);
                     debug_assert!(waker.is_some(), "sync: mutex waiter count and queue disagree");
@@ -304,27 +285,6 @@ impl RawMutex {
     fn waited_too_long(&self, since: Option<WaitStart>) -> bool {
         since.is_some() && self.force_starving
     }
-
-    /// Whether the waiter that owns `WOKEN` was woken more than [`STARVATION_THRESHOLD`] ago and
-    /// has not competed since (see [`LockOp::lock_slow`] for why that matters on goro).
-    ///
-    /// Reading the clock costs about as much as the rest of a contended lock, so each thread
-    /// only looks every [`STALL_CHECK_EVERY`]th time it gets here: a stall is noticed a few
-    /// barges later, instead of every barge paying for it.
-    #[cfg(not(loom))]
-    fn stalled_wake_up(&self) -> bool {
-        std::thread_local!(static BARGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
-        let at = self.woken_at.load(Relaxed);
-        if at == NOT_WOKEN {
-            return false;
-        }
-        let n = BARGES.with(|b| {
-            let n = b.get().wrapping_add(1);
-            b.set(n);
-            n
-        });
-        n % STALL_CHECK_EVERY == 0 && clock().saturating_sub(at) > STARVATION_THRESHOLD.as_nanos() as u64
-    }
 }
 
 /// When a waiter first queued (Go's `waitStartTime`); under loom only *whether* it queued.
@@ -339,22 +299,6 @@ fn now() -> WaitStart {
 }
 #[cfg(loom)]
 fn now() -> WaitStart {}
-
-/// How often a thread barging past a woken waiter looks at the clock (see
-/// [`RawMutex::stalled_wake_up`]).
-#[cfg(not(loom))]
-const STALL_CHECK_EVERY: u32 = 16;
-
-/// `woken_at` of a `WOKEN` set by a spinning locker (which is running, so not stalled).
-#[cfg(not(loom))]
-const NOT_WOKEN: u64 = u64::MAX;
-
-/// Nanoseconds since the first call: the time stamps of `woken_at`.
-#[cfg(not(loom))]
-fn clock() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
 
 /// Whether spinning can help: another thread may be running the holder right now (Go's
 /// `runtime_canSpin`: more than one CPU, and more than one P). On goro that is `max_procs() >
@@ -392,17 +336,11 @@ pub(crate) struct LockOp {
     starving: bool,
     /// Go's `waitStartTime`; `Some` also means "queued before": requeue at the front.
     wait_start: Option<WaitStart>,
-    /// An async lock (not `lock_blocking`): it yields instead of barging past a stalled wake-up
-    /// (there is no clock under loom, so no stalled wake-up either).
-    #[cfg_attr(loom, allow(dead_code))]
-    polite: bool,
 }
 
 impl LockOp {
-    /// `polite`: see [`lock_slow`](Self::lock_slow); `false` for a thread blocked in
-    /// `lock_blocking` (its waiters are threads too, which the OS runs).
-    pub(crate) fn new(polite: bool) -> LockOp {
-        LockOp { node: Node::new(), queued: false, starving: false, wait_start: None, polite }
+    pub(crate) fn new() -> LockOp {
+        LockOp { node: Node::new(), queued: false, starving: false, wait_start: None }
     }
 
     /// Polls the lock operation; `Ready` means the caller holds the lock.
@@ -479,9 +417,6 @@ impl LockOp {
 
     /// Go's `lockSlow` loop, up to the point where it would sleep: spin, compete, or queue.
     ///
-    /// One addition to Go's algorithm (module docs, "stalled wake-ups"): an async locker that
-    /// would barge past a waiter woken more than 1 ms ago yields once instead.
-    ///
     /// # Safety
     /// As for [`poll`](Self::poll); the node is not queued.
     #[inline(never)]
@@ -501,8 +436,6 @@ impl LockOp {
                     && m.state.compare_exchange_weak(old, old | WOKEN, Relaxed, Relaxed).is_ok()
                 {
                     awoke = true;
-                    #[cfg(not(loom))]
-                    m.woken_at.store(NOT_WOKEN, Relaxed);
                 }
                 spin();
                 iter += 1;
@@ -511,11 +444,6 @@ impl LockOp {
             }
             // Free, and not being handed off: compete.
             if old & (LOCKED | STARVING) == 0 {
-                #[cfg(not(loom))]
-                if !awoke && old & WOKEN != 0 && self.polite && m.stalled_wake_up() {
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
                 let new = if awoke { (old | LOCKED) & !WOKEN } else { old | LOCKED };
                 match m.state.compare_exchange_weak(old, new, Acquire, Relaxed) {
                     Ok(_) => return Poll::Ready(()),

@@ -1,0 +1,339 @@
+//! The scheduler's hand-off, wake and timer edges, as a user meets them: nothing stranded (a
+//! timer whose P was handed off, a G woken behind a computing waker, a G blocked in a blocking
+//! receive), nothing misjudged (a computing thread is not a blocked one), and a main that
+//! still runs while a G computes on the main thread.
+//!
+//! Each test was written against the bug it names and failed (hung, or asserted) before the
+//! fix. Bounds are generous (seconds where the mechanism takes milliseconds) and the tests that
+//! depend on load start their own busy threads: they must pass 20 runs in a row on a loaded
+//! 2-core machine, in a debug build.
+
+mod common;
+
+use common::child::{is_child, run_child};
+use common::{spin_for, watchdog};
+use goro::Builder;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const MS: Duration = Duration::from_millis(1);
+
+fn rt(procs: usize) -> goro::Runtime {
+    Builder::new().max_procs(procs).build().unwrap()
+}
+
+/// Threads that keep every core busy until dropped (the "loaded machine" of the brief).
+struct BusyThreads {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyThreads {
+    fn start(n: usize) -> BusyThreads {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        BusyThreads { stop, threads }
+    }
+}
+
+impl Drop for BusyThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Gs that loop on `yield_now` (Go's `Gosched` loop) until `stop`.
+async fn yield_loop(stop: Arc<AtomicBool>) {
+    while !stop.load(SeqCst) {
+        goro::yield_now().await;
+    }
+}
+
+/// Item 1: a G blocks its thread once (a misuse sysmon repairs by handing its P off), then
+/// loops on `yield_now` (Go's `Gosched` loop), as does a G on every other P. Timers armed on
+/// the P it blocked, due after the hand-off, must still fire. They used to stay in the heap of
+/// the detached P, which no busy M looked at again: main's sleep never returned.
+fn timers_fire_after_a_hand_off(procs: usize) {
+    let _w = watchdog("timers_fire_after_a_hand_off", LIMIT);
+    let rt = rt(procs);
+    rt.block_on(async {
+        let stop = Arc::new(AtomicBool::new(false));
+        // An ordinary G sleeping through the hand-off, besides main.
+        let (slept_tx, slept_rx) = goro::chan::<()>(1);
+        goro::go(async move {
+            goro::time::sleep(600 * MS).await;
+            slept_tx.send(()).await.unwrap();
+        });
+        // Every other P busy in a yield loop, so that no idle M would run the timers.
+        let mut loops: Vec<_> = (1..procs).map(|_| goro::go(yield_loop(stop.clone()))).collect();
+        loops.push({
+            let stop = stop.clone();
+            goro::go(async move {
+                // Long enough that sysmon certainly hands the P off (it does after ~20 ms).
+                std::thread::sleep(300 * MS);
+                yield_loop(stop).await;
+            })
+        });
+        let start = Instant::now();
+        goro::time::sleep(600 * MS).await;
+        slept_rx.recv().await.unwrap();
+        let took = start.elapsed();
+        stop.store(true, SeqCst);
+        for h in loops {
+            h.await.unwrap();
+        }
+        assert!(took < Duration::from_secs(10), "a 600 ms sleep took {took:?}");
+    });
+    assert!(rt.metrics().blocked_polls >= 1, "the scenario needs a hand-off: {:?}", rt.metrics());
+}
+
+#[test]
+fn timers_fire_after_a_hand_off_1p() {
+    timers_fire_after_a_hand_off(1);
+}
+
+#[test]
+fn timers_fire_after_a_hand_off_2p() {
+    timers_fire_after_a_hand_off(2);
+}
+
+/// Item 2: G A sends to G B, parked in `recv`, then computes without an await. With a P idle,
+/// B must run while A still computes (Go's `ready` wakes a P, which steals B from A's
+/// `runnext`); it used to wait for A's whole computation.
+#[test]
+fn a_woken_g_runs_while_its_waker_computes() {
+    let _w = watchdog("a_woken_g_runs_while_its_waker_computes", LIMIT);
+    let rt = rt(2);
+    rt.block_on(async {
+        for round in 0..5 {
+            let (tx, rx) = goro::chan::<u64>(1);
+            let (parked_tx, parked_rx) = goro::chan::<()>(0);
+            let ran = Arc::new(AtomicBool::new(false));
+            let b = {
+                let ran = ran.clone();
+                goro::go(async move {
+                    parked_tx.send(()).await.unwrap();
+                    let v = rx.recv().await;
+                    ran.store(true, SeqCst);
+                    v
+                })
+            };
+            parked_rx.recv().await.unwrap();
+            let a = {
+                let ran = ran.clone();
+                goro::go(async move {
+                    // Compute first, long enough for the idle M to go to sleep (so only a wake
+                    // at the send can bring it back), and for B to park in `recv` (if it has
+                    // not, it is runnable, and must run all the same).
+                    spin_for(3 * MS);
+                    tx.send(7).await.unwrap();
+                    // Compute (no await) until B has run, or give up after a long while.
+                    let start = Instant::now();
+                    while !ran.load(SeqCst) && start.elapsed() < Duration::from_secs(10) {
+                        std::hint::spin_loop();
+                    }
+                    ran.load(SeqCst).then(|| start.elapsed())
+                })
+            };
+            let waited = a.await.unwrap();
+            // Microseconds in Go and here; a second is a bound no loaded machine reaches.
+            assert!(
+                waited.is_some_and(|w| w < Duration::from_secs(1)),
+                "round {round}: B waited {waited:?} for A's computation, though a P was idle"
+            );
+            assert_eq!(b.await.unwrap(), Some(7));
+        }
+    });
+}
+
+/// Item 3: a G consumes a channel with the blocking iterator (a misuse inside a G, which goro
+/// reports, but one it must survive) while another G sends: every value arrives. The consumer
+/// used to hang forever, its sender stranded in the queue of the P the blocked thread held.
+fn blocking_iterator_in_a_g(procs: usize, n: u64) {
+    let _w = watchdog("blocking_iterator_in_a_g", LIMIT);
+    let rt = rt(procs);
+    let sum = rt.block_on(async move {
+        let (tx, rx) = goro::chan::<u64>(0);
+        let consumer = goro::go(async move {
+            let mut sum = 0;
+            for v in &rx {
+                sum += v;
+            }
+            sum
+        });
+        let producer = goro::go(async move {
+            for i in 1..=n {
+                tx.send(i).await.unwrap();
+            }
+        });
+        producer.await.unwrap();
+        consumer.await.unwrap()
+    });
+    assert_eq!(sum, n * (n + 1) / 2);
+}
+
+#[test]
+fn blocking_iterator_in_a_g_1p() {
+    blocking_iterator_in_a_g(1, 100);
+}
+
+#[test]
+fn blocking_iterator_in_a_g_2p() {
+    blocking_iterator_in_a_g(2, 1000);
+}
+
+/// `recv_blocking` and `send_blocking` inside Gs, both ends at once, on one P.
+#[test]
+fn blocking_calls_on_both_ends_in_gs_1p() {
+    let _w = watchdog("blocking_calls_on_both_ends_in_gs_1p", LIMIT);
+    let rt = rt(1);
+    rt.block_on(async {
+        let (tx, rx) = goro::chan::<u64>(0);
+        let consumer = goro::go(async move { (0..200).map(|_| rx.recv_blocking().unwrap()).sum::<u64>() });
+        let producer = goro::go(async move {
+            for i in 0..200 {
+                tx.send_blocking(i).unwrap();
+            }
+        });
+        producer.await.unwrap();
+        assert_eq!(consumer.await.unwrap(), 199 * 200 / 2);
+    });
+}
+
+/// Item 4: on a loaded machine, Gs (and main) that compute for hundreds of milliseconds, or
+/// whose threads the OS deschedules, are not taken for blocked ones: no P is handed off, no
+/// thread is added. They used to be, whenever Linux's schedstat lagged behind a thread that
+/// waited for a CPU.
+#[test]
+fn computing_threads_are_not_taken_for_blocked_ones() {
+    let _w = watchdog("computing_threads_are_not_taken_for_blocked_ones", LIMIT);
+    // More busy threads than cores: the runtime's threads wait for CPUs a good part of the time.
+    let _busy = BusyThreads::start(3);
+    let rt = rt(2);
+    let threads_before = rt.block_on(async { goro::runtime::metrics().threads });
+    rt.block_on(async {
+        for _ in 0..3 {
+            let hs: Vec<_> = (0..2).map(|_| goro::go(async { spin_for(300 * MS) })).collect();
+            // Main computes too.
+            spin_for(300 * MS);
+            for h in hs {
+                h.await.unwrap();
+            }
+        }
+    });
+    let m = rt.metrics();
+    assert_eq!(m.blocked_polls, 0, "a computing G was taken for a blocked one: {m:?}");
+    assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
+}
+
+/// Item 5: a G computes (no yield point) while main sleeps, at 2 Ps, wherever that G lands,
+/// the main thread included: main is a G of its own and runs on the other P. It used to run
+/// only on the thread that called `block_on`, and hang whenever the loop landed there.
+#[goro::test(max_procs = 2)]
+async fn main_sleeps_while_a_g_computes_2p() {
+    let _w = watchdog("main_sleeps_while_a_g_computes_2p", LIMIT);
+    for _ in 0..10 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spins = Arc::new(AtomicU64::new(0));
+        let h = {
+            let (stop, spins) = (stop.clone(), spins.clone());
+            goro::go(async move {
+                let start = Instant::now();
+                // Until main says stop: main must be able to run meanwhile.
+                while !stop.load(SeqCst) && start.elapsed() < Duration::from_secs(20) {
+                    spins.fetch_add(1, SeqCst);
+                }
+                stop.load(SeqCst)
+            })
+        };
+        // Wait (without yielding the thread to a busy loop of our own) until it computes.
+        while spins.load(SeqCst) == 0 {
+            goro::time::sleep(MS).await;
+        }
+        let start = Instant::now();
+        goro::time::sleep(50 * MS).await;
+        stop.store(true, SeqCst);
+        assert!(h.await.unwrap(), "main's 50 ms sleep lasted as long as the G computed ({:?})", start.elapsed());
+    }
+}
+
+/// Item 5, the part Rust cannot repair: a G that computes for over a second without a yield
+/// point holds its P (goro cannot preempt it), and goro says so on stderr, once per spawn
+/// location, distinctly from "blocked". With one P, main's sleep ends only when the G does.
+#[test]
+fn a_g_computing_without_yield_points_is_reported() {
+    const NAME: &str = "a_g_computing_without_yield_points_is_reported";
+    if is_child(NAME) {
+        let rt = rt(1);
+        rt.block_on(async {
+            let start = Instant::now();
+            let hs: Vec<_> = (0..2).map(|_| goro::go(async { spin_for(1500 * MS) })).collect();
+            goro::time::sleep(50 * MS).await;
+            assert!(start.elapsed() >= Duration::from_millis(1400), "main ran while the only P computed");
+            for h in hs {
+                h.await.unwrap();
+            }
+        });
+        return;
+    }
+    let out = run_child(NAME, &[]);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains("without reaching a yield point")).collect();
+    assert_eq!(lines.len(), 1, "one report for the one spawn location:\n{}", out.stderr);
+    assert!(lines[0].contains("spawned at tests/hand_off.rs:"), "{}", lines[0]);
+    assert!(!out.stderr.contains("blocked its thread"), "a computing G reported as blocked:\n{}", out.stderr);
+}
+
+/// A `*_blocking` call, the blocking iterator or `JoinHandle::join` inside a G prints one line
+/// on stderr the first time per call site, naming the async form to use instead.
+#[test]
+fn blocking_calls_in_gs_are_reported_once_per_call_site() {
+    const NAME: &str = "blocking_calls_in_gs_are_reported_once_per_call_site";
+    if is_child(NAME) {
+        let rt = rt(2);
+        rt.block_on(async {
+            let (tx, rx) = goro::chan::<u32>(16);
+            goro::go(async move {
+                for i in 0..10 {
+                    tx.send_blocking(i).unwrap();
+                }
+            })
+            .await
+            .unwrap();
+            goro::go(async move {
+                for _ in 0..5 {
+                    rx.recv_blocking().unwrap();
+                }
+                for _ in &rx {}
+                goro::go(async {}).join().unwrap();
+            })
+            .await
+            .unwrap();
+        });
+        return;
+    }
+    let out = run_child(NAME, &[]);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains("runs inside a G and blocks its thread")).collect();
+    assert_eq!(lines.len(), 4, "one line per call site:\n{}", out.stderr);
+    for (line, form) in lines.iter().zip([
+        "`tx.send(v).await`",
+        "`rx.recv().await`",
+        "`while let Some(v) = rx.recv().await`",
+        "`handle.await`",
+    ]) {
+        assert!(line.contains("tests/hand_off.rs:") && line.contains(form), "{line}");
+    }
+}
