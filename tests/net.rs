@@ -844,3 +844,29 @@ fn a_socket_made_while_its_runtime_shuts_down_is_refused() {
     let r = got.lock().unwrap().take().expect("the G's destructor ran at shutdown");
     assert_gone("bind during shutdown", r);
 }
+
+#[test]
+fn a_runtime_dropped_on_its_own_thread_fails_its_sockets() {
+    let _w = watchdog("a_runtime_dropped_on_its_own_thread_fails_its_sockets", HANG);
+    let a = runtime();
+    let s = Arc::new(sockets_on(&a));
+    let reader = std::thread::spawn({
+        let s = s.clone();
+        move || common::block_on_plain("read", s.client.read(&mut [0; 16]))
+    });
+    common::wait_until("the reader parked on A's socket", || a.metrics().io_waiters == 1);
+    // A G of A drops A (the runtime cannot join its own threads then, and says so on stderr).
+    let handed = common::Event::new();
+    let slot = Arc::new(std::sync::Mutex::new(None));
+    a.spawn({
+        let (handed, slot) = (handed.clone(), slot.clone());
+        async move {
+            handed.wait().await;
+            let rt: Option<goro::Runtime> = slot.lock().unwrap().take();
+            drop(rt);
+        }
+    });
+    *slot.lock().unwrap() = Some(a);
+    handed.set();
+    assert_gone("a read parked when its runtime was dropped on its own thread", reader.join().unwrap());
+}
