@@ -637,3 +637,236 @@ fn gs_parked_on_sockets_are_dropped_cleanly() {
         drop(client);
     }
 }
+
+// ---- Sockets whose runtime is gone (issue 12, item 7) ----
+//
+// A socket belongs to the runtime it was made on: that runtime's netpoller is what wakes a
+// waiting operation. Once the runtime is dropped nothing ever will, so every operation that
+// goes through the netpoller must fail with the "has shut down" error instead of waiting
+// forever: from a G of another runtime, from a plain thread, through the futures_io traits,
+// and when it was already waiting at the moment of the shutdown.
+
+/// The sockets a user might keep out of a runtime: a listener, both ends of a connection, and
+/// a UDP socket.
+struct Sockets {
+    ln: TcpListener,
+    client: TcpStream,
+    server: TcpStream,
+    udp: UdpSocket,
+}
+
+fn sockets_on(rt: &goro::Runtime) -> Sockets {
+    rt.block_on(async {
+        let ln = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(ln.local_addr().unwrap()).await.unwrap();
+        let (server, _) = ln.accept().await.unwrap();
+        let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        Sockets { ln, client, server, udp }
+    })
+}
+
+fn runtime() -> goro::Runtime {
+    goro::Builder::new().max_procs(2).build().expect("runtime")
+}
+
+/// More than any loopback socket buffers: a `write_all` of it must wait for the peer to read.
+fn too_big() -> Vec<u8> {
+    vec![7; 64 << 20]
+}
+
+/// `r` is the error of an operation on a socket whose runtime has shut down.
+#[track_caller]
+fn assert_gone<T: std::fmt::Debug>(what: &str, r: io::Result<T>) {
+    let e = r.expect_err(what);
+    assert_eq!(e.kind(), ErrorKind::Other, "{what}: {e}");
+    assert!(e.to_string().contains("has shut down"), "{what}: {e}");
+}
+
+/// What stays usable: the calls that do not go through the netpoller, and dropping.
+fn check_the_rest(s: Sockets) {
+    let addr = s.ln.local_addr().unwrap();
+    assert_eq!(s.client.peer_addr().unwrap(), addr);
+    assert_eq!(s.server.local_addr().unwrap(), addr);
+    s.client.set_nodelay(true).unwrap();
+    s.client.shutdown(Shutdown::Write).unwrap();
+    assert!(s.udp.local_addr().unwrap().port() != 0);
+    drop(s); // leaves a dead runtime's poller: no panic
+}
+
+#[test]
+fn socket_of_a_dropped_runtime_fails_in_a_g_of_another_runtime() {
+    let _w = watchdog("socket_of_a_dropped_runtime_fails_in_a_g_of_another_runtime", HANG);
+    let a = runtime();
+    let s = sockets_on(&a);
+    drop(a);
+    let s = runtime().block_on(async move {
+        let mut buf = [0; 16];
+        // Would wait: no data, a full buffer, no connection, no datagram.
+        assert_gone("read", s.client.read(&mut buf).await);
+        assert_gone("read_exact", s.client.read_exact(&mut buf).await);
+        assert_gone("write_all", s.server.write_all(&too_big()).await);
+        assert_gone("accept", s.ln.accept().await);
+        assert_gone("recv_from", s.udp.recv_from(&mut buf).await);
+        assert_gone("recv", s.udp.recv(&mut buf).await);
+        // Would not wait, and fails all the same: the rule does not depend on the buffers.
+        assert_gone("write", s.client.write(b"x").await);
+        assert_gone("send_to", s.udp.send_to(b"x", s.udp.local_addr().unwrap()).await);
+        // A connect registers with the calling G's runtime: a live one, so it works.
+        let conn = TcpStream::connect(s.ln.local_addr().unwrap()).await.expect("connect to a dead runtime's listener");
+        drop(conn);
+        s
+    });
+    check_the_rest(s);
+}
+
+#[test]
+fn split_halves_of_a_dropped_runtimes_stream_fail() {
+    let _w = watchdog("split_halves_of_a_dropped_runtimes_stream_fail", HANG);
+    let a = runtime();
+    let mut s = sockets_on(&a);
+    drop(a);
+    runtime().block_on(async move {
+        let mut buf = [0; 16];
+        {
+            // Borrowed halves, through the futures_io traits.
+            let (mut r, mut w) = s.server.split();
+            assert_gone("ReadHalf::poll_read", poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf)).await);
+            assert_gone("WriteHalf::write_all", w.write_all(&too_big()).await);
+            assert_gone("WriteHalf::poll_write", poll_fn(|cx| Pin::new(&mut w).poll_write(cx, b"x")).await);
+        }
+        // Owned halves.
+        let (mut r, mut w) = s.client.into_split();
+        assert_gone("OwnedReadHalf::read", r.read(&mut buf).await);
+        assert_gone("OwnedReadHalf::read_exact", r.read_exact(&mut buf).await);
+        assert_gone("OwnedWriteHalf::write_all", w.write_all(&too_big()).await);
+        // The whole stream through the traits.
+        let mut whole = r.reunite(w).unwrap();
+        assert_gone("TcpStream::poll_read", poll_fn(|cx| Pin::new(&mut whole).poll_read(cx, &mut buf)).await);
+        assert_gone("TcpStream::poll_write", poll_fn(|cx| Pin::new(&mut whole).poll_write(cx, b"x")).await);
+    });
+}
+
+#[test]
+fn socket_of_a_dropped_runtime_fails_on_a_plain_thread() {
+    let _w = watchdog("socket_of_a_dropped_runtime_fails_on_a_plain_thread", HANG);
+    let a = runtime();
+    let mut s = sockets_on(&a);
+    drop(a);
+    let mut buf = [0; 16];
+    assert_gone("read", common::block_on_plain("read", s.client.read(&mut buf)));
+    assert_gone("write_all", common::block_on_plain("write_all", s.server.write_all(&too_big())));
+    assert_gone("accept", common::block_on_plain("accept", s.ln.accept()));
+    assert_gone("recv_from", common::block_on_plain("recv_from", s.udp.recv_from(&mut buf)));
+    let poll_read = poll_fn(|cx| Pin::new(&mut s.client).poll_read(cx, &mut buf));
+    assert_gone("AsyncRead::poll_read", common::block_on_plain("poll_read", poll_read));
+    check_the_rest(s);
+}
+
+#[test]
+fn operations_waiting_when_their_runtime_shuts_down_fail() {
+    let _w = watchdog("operations_waiting_when_their_runtime_shuts_down_fail", HANG);
+    let a = runtime();
+    let b = runtime();
+    let s = Arc::new(sockets_on(&a));
+    // A second connection, neither end of which ever writes.
+    let quiet = Arc::new(a.block_on(async {
+        let client = TcpStream::connect(s.ln.local_addr().unwrap()).await.unwrap();
+        let (server, _) = s.ln.accept().await.unwrap();
+        (client, server)
+    }));
+    // Six operations parked on the sockets of runtime A, each in its own slot (no two of them
+    // can complete each other): two on plain threads, three in Gs of runtime B, one in a G of
+    // A itself. Both `write_all`s fill a peer that never reads.
+    let threads = [
+        std::thread::spawn({
+            let quiet = quiet.clone();
+            move || common::block_on_plain("read", quiet.0.read(&mut [0; 16])).map(drop)
+        }),
+        std::thread::spawn({
+            let s = s.clone();
+            move || common::block_on_plain("write_all", s.server.write_all(&too_big()))
+        }),
+    ];
+    let gs = [
+        b.spawn({
+            let s = s.clone();
+            async move { s.ln.accept().await.map(drop) }
+        }),
+        b.spawn({
+            let s = s.clone();
+            async move { s.udp.recv_from(&mut [0; 16]).await.map(drop) }
+        }),
+        b.spawn({
+            let s = s.clone();
+            async move { s.client.write_all(&too_big()).await }
+        }),
+    ];
+    let own = a.spawn({
+        let quiet = quiet.clone();
+        async move { quiet.1.read(&mut [0; 16]).await.map(drop) }
+    });
+    // Every waiter is counted by A's netpoller, whoever it is.
+    common::wait_until("six operations parked on A's sockets", || a.metrics().io_waiters == 6);
+    drop(a);
+    for t in threads {
+        assert_gone("a plain thread's operation", t.join().unwrap());
+    }
+    for g in gs {
+        assert_gone("a G of runtime B's operation", g.join().unwrap());
+    }
+    // A's own G went with A (as every G of a dropped runtime does).
+    assert!(own.join().unwrap_err().is_cancelled());
+    drop(b);
+    drop(quiet);
+    check_the_rest(Arc::into_inner(s).expect("every user of the sockets is done"));
+}
+
+#[test]
+fn a_socket_made_while_its_runtime_shuts_down_is_refused() {
+    let _w = watchdog("a_socket_made_while_its_runtime_shuts_down_is_refused", HANG);
+    // A G still parked at shutdown is dropped there; its destructor runs inside the dying
+    // runtime and tries to bind a socket on it.
+    struct BindOnDrop(Arc<std::sync::Mutex<Option<io::Result<UdpSocket>>>>);
+    impl Drop for BindOnDrop {
+        fn drop(&mut self) {
+            let Poll::Ready(r) = poll_once(pin!(UdpSocket::bind("127.0.0.1:0"))) else { panic!("bind never waits") };
+            *self.0.lock().unwrap() = Some(r);
+        }
+    }
+    let got = Arc::new(std::sync::Mutex::new(None));
+    let a = runtime();
+    let guard = BindOnDrop(got.clone());
+    a.spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await
+    });
+    drop(a);
+    let r = got.lock().unwrap().take().expect("the G's destructor ran at shutdown");
+    assert_gone("bind during shutdown", r);
+}
+
+#[test]
+fn a_runtime_dropped_on_its_own_thread_fails_its_sockets() {
+    let _w = watchdog("a_runtime_dropped_on_its_own_thread_fails_its_sockets", HANG);
+    let a = runtime();
+    let s = Arc::new(sockets_on(&a));
+    let reader = std::thread::spawn({
+        let s = s.clone();
+        move || common::block_on_plain("read", s.client.read(&mut [0; 16]))
+    });
+    common::wait_until("the reader parked on A's socket", || a.metrics().io_waiters == 1);
+    // A G of A drops A (the runtime cannot join its own threads then, and says so on stderr).
+    let handed = common::Event::new();
+    let slot = Arc::new(std::sync::Mutex::new(None));
+    a.spawn({
+        let (handed, slot) = (handed.clone(), slot.clone());
+        async move {
+            handed.wait().await;
+            let rt: Option<goro::Runtime> = slot.lock().unwrap().take();
+            drop(rt);
+        }
+    });
+    *slot.lock().unwrap() = Some(a);
+    handed.set();
+    assert_gone("a read parked when its runtime was dropped on its own thread", reader.join().unwrap());
+}

@@ -10,6 +10,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// A TCP socket listening for connections (Go's `net.Listen("tcp", addr)`). Closed when
 /// dropped (after leaving the netpoller).
 ///
+/// Registered with the netpoller of the runtime whose G made it: once that runtime is dropped,
+/// [`accept`](TcpListener::accept) fails at once with an [`io::ErrorKind::Other`] error, `goro:
+/// the runtime this socket was registered with has shut down`, one already waiting included.
+/// See [A socket belongs to its runtime](super#a-socket-belongs-to-its-runtime).
+///
 /// ```
 /// use goro::net::{TcpListener, TcpStream};
 /// goro::run(async {

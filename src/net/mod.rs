@@ -53,6 +53,40 @@
 //! wrote nothing, an accept dequeued no connection); a dropped `read_exact` or `write_all` may
 //! have moved part of its buffer.
 //!
+//! # A socket belongs to its runtime
+//!
+//! A socket is registered with the netpoller of the runtime whose G made it, and that poller
+//! is what wakes an operation waiting on it. While that runtime lives, the socket works from
+//! anywhere: a G of another runtime, a plain thread under some other executor, code generic
+//! over the [`futures_io`] traits. Once the runtime is dropped (say the socket came back out of
+//! [`Runtime::block_on`](crate::Runtime::block_on)), no poller will ever report it ready, so
+//! every operation that goes through the poller fails at once: `read`, `read_exact`, `write`,
+//! `write_all`, `accept`, `recv`, `recv_from`, `send`, `send_to`, on the socket, its split
+//! halves and through the traits. The error is [`io::ErrorKind::Other`] with the message
+//! `goro: the runtime this socket was registered with has shut down` (tokio answers the same
+//! case with `Other` too). An operation already waiting when the runtime shuts down is woken
+//! with that error. An operation that could have completed without waiting (data already
+//! there, room in the send buffer) fails all the same: whether it works must not depend on
+//! timing. What does not involve the poller keeps working (`local_addr`, `peer_addr`,
+//! `shutdown`, `set_nodelay`), and dropping the socket closes it as usual. A socket made in a
+//! G's destructor while its runtime shuts down is refused with the same error.
+//!
+//! ```
+//! use goro::net::{TcpListener, TcpStream};
+//! let rt = goro::Builder::new().build()?;
+//! let (ln, conn) = rt.block_on(async {
+//!     let ln = TcpListener::bind("127.0.0.1:0").await?;
+//!     let conn = TcpStream::connect(ln.local_addr()?).await?;
+//!     Ok::<_, std::io::Error>((ln, conn))
+//! })?;
+//! drop(rt); // the sockets' netpoller is gone
+//! let err = goro::run(async { conn.read(&mut [0; 8]).await }).unwrap_err();
+//! assert_eq!(err.kind(), std::io::ErrorKind::Other);
+//! assert!(err.to_string().contains("has shut down"));
+//! assert_eq!(conn.peer_addr()?, ln.local_addr()?); // not an I/O wait: still fine
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! # Name resolution
 //!
 //! Addresses are anything [`std::net::ToSocketAddrs`] takes: a `SocketAddr`, `"127.0.0.1:80"`,

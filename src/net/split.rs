@@ -274,25 +274,29 @@ macro_rules! write_half {
 }
 
 read_half!(
-    /// The read half of a [`TcpStream`] borrowed by [`TcpStream::split`].
+    /// The read half of a [`TcpStream`] borrowed by [`TcpStream::split`]. Fails as the
+    /// stream does once its runtime is gone.
     ReadHalf<'a>, &'a TcpStream
 );
 
 write_half!(
-    /// The write half of a [`TcpStream`] borrowed by [`TcpStream::split`].
+    /// The write half of a [`TcpStream`] borrowed by [`TcpStream::split`]. Fails as the
+    /// stream does once its runtime is gone.
     WriteHalf<'a>, &'a TcpStream
 );
 
 read_half!(
     /// The read half of a [`TcpStream`] split by [`TcpStream::into_split`]: give it to the G
-    /// that reads. The connection closes once both halves are dropped.
+    /// that reads. The connection closes once both halves are dropped. Fails as the stream
+    /// does once its runtime is gone (see [`TcpStream`]).
     OwnedReadHalf, Arc<TcpStream>
 );
 
 write_half!(
     /// The write half of a [`TcpStream`] split by [`TcpStream::into_split`]: give it to the G
     /// that writes. Dropping it does not shut the connection down (as in Go, only closing the
-    /// whole connection does); call [`shutdown`](OwnedWriteHalf::shutdown) for that.
+    /// whole connection does); call [`shutdown`](OwnedWriteHalf::shutdown) for that. Fails as
+    /// the stream does once its runtime is gone (see [`TcpStream`]).
     OwnedWriteHalf, Arc<TcpStream>
 );
 

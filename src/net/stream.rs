@@ -21,6 +21,12 @@ use std::task::{ready, Context, Poll};
 /// take `&mut self`; for a reader and a writer through the traits, [`split`](TcpStream::split)
 /// or [`into_split`](TcpStream::into_split) the stream.
 ///
+/// Registered with the netpoller of the runtime whose G made it: once that runtime is dropped,
+/// every I/O method (and those of its halves and the [`futures_io`] traits) fails at once with
+/// an [`io::ErrorKind::Other`] error, `goro: the runtime this socket was registered with has
+/// shut down`, one already waiting included. See
+/// [A socket belongs to its runtime](super#a-socket-belongs-to-its-runtime).
+///
 /// ```
 /// use goro::net::{TcpListener, TcpStream};
 /// use std::sync::Arc;

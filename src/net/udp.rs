@@ -11,6 +11,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// between a G that sends and one that receives. Closed when dropped (after leaving the
 /// netpoller).
 ///
+/// Registered with the netpoller of the runtime whose G made it: once that runtime is dropped,
+/// `send`, `send_to`, `recv` and `recv_from` fail at once with an [`io::ErrorKind::Other`]
+/// error, `goro: the runtime this socket was registered with has shut down`, one already
+/// waiting included. See [A socket belongs to its runtime](super#a-socket-belongs-to-its-runtime).
+///
 /// ```
 /// use goro::net::UdpSocket;
 /// goro::run(async {

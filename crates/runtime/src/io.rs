@@ -8,7 +8,7 @@
 //! that proved stale and wait again (edge-triggered, as Go's netpoller and tokio are).
 
 use crate::context;
-use crate::netpoll::{ScheduledIo, ERROR, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
+use crate::netpoll::{Gone, ScheduledIo, ERROR, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use crate::sched::Shared;
 use std::fmt;
 use std::io;
@@ -55,7 +55,10 @@ impl ReadyEvent {
 
 /// A mio source registered with the calling thread's runtime. Deregister it
 /// ([`deregister`](Registration::deregister)) before closing the source; dropping the
-/// registration wakes any G still waiting on it.
+/// registration wakes any G still waiting on it. It may outlive its runtime: from the
+/// runtime's shutdown on, [`poll_ready`](Registration::poll_ready) (and so
+/// [`poll_io`](Registration::poll_io)) fails instead of waiting for an event that would never
+/// come.
 ///
 /// A UDP receive that parks its G until a datagram arrives (what `goro::net::UdpSocket` does):
 ///
@@ -83,6 +86,8 @@ impl ReadyEvent {
 pub struct Registration {
     io: Arc<ScheduledIo>,
     shared: std::sync::Arc<Shared>,
+    /// Its key in the poller's set of live registrations.
+    key: usize,
     /// Still registered with the poller (cleared by `deregister`).
     registered: bool,
 }
@@ -91,33 +96,35 @@ impl Registration {
     /// Registers `source` for `interest` with the netpoller of the calling thread's runtime.
     ///
     /// # Errors
-    /// Outside a goro runtime (`Other`, naming `goro::run`), or if the poller refuses it.
+    /// Outside a goro runtime (`Other`, naming `goro::run`); while the runtime shuts down
+    /// (`Other`, the error of [`poll_ready`](Registration::poll_ready)); or if the poller
+    /// refuses it.
     pub fn new(source: &mut impl mio::event::Source, interest: mio::Interest) -> io::Result<Registration> {
         let shared = context::with(|ctx| ctx.map(|c| c.shared.clone()))
             .ok_or_else(|| io::Error::other("goro::net needs a goro runtime: use it from a G (inside goro::run)"))?;
         let io = Arc::new(ScheduledIo::new());
-        shared.netpoll.register(source, &io, interest)?;
-        Ok(Registration { io, shared, registered: true })
+        let key = shared.netpoll.register(source, &io, interest)?;
+        Ok(Registration { io, shared, key, registered: true })
     }
 
     /// Ready when the source is ready in direction `dir` (or closed, or in error); otherwise
     /// parks the calling task until the poller sees it ready.
+    ///
+    /// # Errors
+    /// Once the runtime the source was registered with has shut down (it was dropped), no
+    /// poller will ever report the source ready, so from then on this fails, whatever the
+    /// readiness, with an `Other` error whose message says so (tokio's behaviour too). A task
+    /// already waiting at the shutdown is woken to get it. The source itself is still open:
+    /// drop it, or take it back out of the poller and register it anew.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
-        let (bits, tick) = self.io.readiness();
-        if bits & dir.mask() != 0 {
-            return Poll::Ready(Ok(ReadyEvent { tick, bits: bits & dir.mask() }));
+        match self.shared.netpoll.poll_ready(&self.io, dir.index(), dir.mask(), cx.waker()) {
+            Poll::Ready(Ok((bits, tick))) => Poll::Ready(Ok(ReadyEvent { tick, bits })),
+            Poll::Ready(Err(Gone)) => Poll::Ready(Err(Gone::error())),
+            Poll::Pending => {
+                crate::set_wait_reason(crate::WaitReason::IoWait);
+                Poll::Pending
+            }
         }
-        if self.io.set_waker(dir.index(), cx.waker()) {
-            self.shared.netpoll.add_waiters(1);
-        }
-        // An event that arrived between the first look and the waker's registration set the
-        // bits before it looked for wakers: look again.
-        let (bits, tick) = self.io.readiness();
-        if bits & dir.mask() != 0 {
-            return Poll::Ready(Ok(ReadyEvent { tick, bits: bits & dir.mask() }));
-        }
-        crate::set_wait_reason(crate::WaitReason::IoWait);
-        Poll::Pending
     }
 
     /// Forgets the readiness `ev` reported (the operation said `WouldBlock`), unless an event
@@ -152,7 +159,7 @@ impl Registration {
         if !std::mem::take(&mut self.registered) {
             return Ok(());
         }
-        self.shared.netpoll.deregister(source, self.io.clone())
+        self.shared.netpoll.deregister(source, self.key, self.io.clone())
     }
 }
 
@@ -163,7 +170,7 @@ impl Drop for Registration {
         self.shared.netpoll.sub_waiters(n);
         if self.registered {
             // Not deregistered: its events may still name it until the next poll ends.
-            self.shared.netpoll.release(self.io.clone());
+            self.shared.netpoll.release(self.key, self.io.clone());
         }
         wakers.into_iter().for_each(std::task::Waker::wake);
     }
@@ -173,5 +180,38 @@ impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (bits, _) = self.io.readiness();
         f.debug_struct("Registration").field("readiness", &bits).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Waker;
+
+    /// A registration kept past its runtime: polling it fails at once (no task is left
+    /// waiting), it deregisters without error, and once it is dropped nothing of the runtime
+    /// is left behind (the registration held the last reference to the scheduler's state).
+    #[test]
+    fn registration_outliving_its_runtime_fails_then_lets_the_runtime_go() {
+        let rt = crate::Builder::new().max_procs(1).build().unwrap();
+        let (mut sock, mut reg) = rt
+            .block_on(async {
+                let mut sock = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+                let reg = Registration::new(&mut sock, mio::Interest::READABLE)?;
+                io::Result::Ok((sock, reg))
+            })
+            .unwrap();
+        let state = std::sync::Arc::downgrade(&reg.shared);
+        drop(rt);
+        let mut cx = Context::from_waker(Waker::noop());
+        for dir in [Direction::Read, Direction::Write] {
+            let Poll::Ready(Err(e)) = reg.poll_ready(&mut cx, dir) else { panic!("{dir:?} must fail at once") };
+            assert_eq!(e.kind(), io::ErrorKind::Other);
+            assert_eq!(e.to_string(), "goro: the runtime this socket was registered with has shut down");
+        }
+        assert_eq!(reg.shared.netpoll.waiters(), 0);
+        reg.deregister(&mut sock).unwrap();
+        drop(reg);
+        assert!(state.upgrade().is_none(), "the runtime's state outlived its last registration");
     }
 }

@@ -14,13 +14,19 @@
 //! a poll may still return its token is kept alive until the next poll has finished (tokio's
 //! `pending_release`), so an event can never name freed memory.
 //!
+//! A registration may outlive its runtime (a socket returned from `block_on`). Nothing polls a
+//! dead runtime's poller, so a G, thread or executor waiting on such a socket would wait
+//! forever. [`Netpoll::shutdown`], called by the runtime's shutdown once no M can poll any more,
+//! sets the [`SHUTDOWN`] bit of every live registration and wakes its waiters; from then on
+//! [`ScheduledIo::poll_ready`] fails and no new registration is taken (tokio's `is_shutdown`).
+//!
 //! Under loom there is no mio: the poller is a parker that only timers would block on, and no
 //! model arms one (timers are modelled on their own in `loom_tests::timer`).
 
 use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use std::io;
 use std::sync::Arc;
-use std::task::Waker;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 /// Readiness bits of a [`ScheduledIo`].
@@ -29,10 +35,24 @@ pub(crate) const WRITABLE: usize = 2;
 pub(crate) const READ_CLOSED: usize = 4;
 pub(crate) const WRITE_CLOSED: usize = 8;
 pub(crate) const ERROR: usize = 16;
-const READINESS_MASK: usize = 31;
+/// Not readiness: the runtime shut down, and no event will ever come (final, never cleared).
+pub(crate) const SHUTDOWN: usize = 32;
+const READINESS_MASK: usize = 63;
 /// Above the readiness bits: a count of the events delivered, so that clearing the readiness a
 /// G observed never clears readiness that a newer event set (tokio's `tick`).
-const TICK_SHIFT: u32 = 5;
+const TICK_SHIFT: u32 = 6;
+
+/// [`Netpoll::poll_ready`]'s refusal: the source's runtime has shut down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gone;
+
+impl Gone {
+    /// The error every operation on a source of a shut-down runtime returns (`Other`, as tokio
+    /// does in the same case; the message names the cause).
+    pub(crate) fn error() -> io::Error {
+        io::Error::other("goro: the runtime this socket was registered with has shut down")
+    }
+}
 
 /// The readiness state and waiting Gs of one registered I/O source (Go's `pollDesc`).
 pub(crate) struct ScheduledIo {
@@ -61,9 +81,19 @@ impl ScheduledIo {
         });
     }
 
+    /// The readiness in `mask` and the tick, or `Gone` once the runtime has shut down (whatever
+    /// the readiness); `Ok(None)` if none of `mask` is set.
+    fn ready_in(&self, mask: usize) -> Result<Option<(usize, usize)>, Gone> {
+        let (bits, tick) = self.readiness();
+        if bits & SHUTDOWN != 0 {
+            return Err(Gone);
+        }
+        Ok((bits & mask != 0).then_some((bits & mask, tick)))
+    }
+
     /// Registers `w` to be woken when direction `dir` (0 read, 1 write) becomes ready; returns
     /// whether the slot was empty (a new waiter). The caller re-checks the readiness after.
-    pub(crate) fn set_waker(&self, dir: usize, w: &Waker) -> bool {
+    fn set_waker(&self, dir: usize, w: &Waker) -> bool {
         let mut ws = self.waiters.lock();
         match &ws[dir] {
             Some(old) if old.will_wake(w) => false,
@@ -86,9 +116,16 @@ impl ScheduledIo {
         out.len() - before
     }
 
+    /// The runtime shut down: sets [`SHUTDOWN`] for good and moves every waker to `out`;
+    /// returns how many it moved.
+    fn shutdown(&self, out: &mut Vec<Waker>) -> usize {
+        self.readiness.fetch_or(SHUTDOWN, AcqRel);
+        self.take_wakers(out)
+    }
+
     /// An event arrived: sets `bits`, bumps the tick, and moves the wakers of the directions
     /// that became ready to `out`; returns how many wakers it moved.
-    fn deliver(&self, bits: usize, out: &mut Vec<Waker>) -> usize {
+    pub(crate) fn deliver(&self, bits: usize, out: &mut Vec<Waker>) -> usize {
         let _ = self.readiness.fetch_update(AcqRel, Acquire, |r| {
             let tick = (r >> TICK_SHIFT).wrapping_add(1) & (usize::MAX >> TICK_SHIFT);
             Some((tick << TICK_SHIFT) | (r & READINESS_MASK) | bits)
@@ -125,8 +162,21 @@ pub(crate) struct Netpoll {
     wake_sig: AtomicBool,
     /// Gs waiting for readiness (Go's `netpollWaiters`).
     waiters: AtomicUsize,
+    /// The registrations, live and released.
+    sources: Mutex<Sources>,
+}
+
+/// Every registration of a [`Netpoll`]: the live ones, so [`Netpoll::shutdown`] can reach them,
+/// and those released since the last poll began.
+#[derive(Default)]
+struct Sources {
+    /// Set by [`Netpoll::shutdown`]: no registration is taken any more.
+    shut_down: bool,
+    /// The live registrations, by key; a free slot is `None`, its key in `free`.
+    live: Vec<Option<Arc<ScheduledIo>>>,
+    free: Vec<usize>,
     /// Registrations dropped since the last poll began (freed after the next poll).
-    released: Mutex<Vec<Arc<ScheduledIo>>>,
+    released: Vec<Arc<ScheduledIo>>,
 }
 
 /// The token the poller's own waker uses (no registration has address 0).
@@ -156,7 +206,7 @@ impl Netpoll {
             poll_until: AtomicU64::new(0),
             wake_sig: AtomicBool::new(false),
             waiters: AtomicUsize::new(0),
-            released: Mutex::new(Vec::new()),
+            sources: Mutex::new(Sources::default()),
         })
     }
 
@@ -206,7 +256,7 @@ impl Netpoll {
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             };
             // Registrations released before this poll began cannot appear in its events.
-            let released = std::mem::take(&mut *self.released.lock());
+            let released = std::mem::take(&mut self.sources.lock().released);
             let (poll, events) = &mut *guard;
             if let Err(e) = poll.poll(events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -262,29 +312,143 @@ impl Netpoll {
         }
     }
 
+    /// The readiness protocol of one direction of `io` (`dir`: 0 read, 1 write; `mask`: the
+    /// bits that end a wait in it): `Ready(Ok((bits, tick)))` if some of `mask` is set,
+    /// `Ready(Err(Gone))` once the runtime has shut down (whatever the readiness), else `w` is
+    /// registered (and counted as a waiter) and `Pending` returned; an event in `mask` or the
+    /// shutdown will then wake `w`.
+    ///
+    /// No wake-up is lost: [`deliver`](ScheduledIo::deliver) and
+    /// [`shutdown`](ScheduledIo::shutdown) set their bit, then take the wakers under the
+    /// `waiters` lock; this registers `w` under that lock, then looks at the bits again. If the
+    /// other side's lock came first, its bit was set before, and our later lock makes it visible
+    /// to the second look; if ours came first, the other side finds `w`. (Modelled by
+    /// `loom_tests::netpoll`.)
+    pub(crate) fn poll_ready(
+        &self,
+        io: &ScheduledIo,
+        dir: usize,
+        mask: usize,
+        w: &Waker,
+    ) -> Poll<Result<(usize, usize), Gone>> {
+        match io.ready_in(mask) {
+            Ok(None) => {}
+            r => return Poll::Ready(r.map(|r| r.expect("matched above"))),
+        }
+        if io.set_waker(dir, w) {
+            self.add_waiters(1);
+        }
+        match io.ready_in(mask) {
+            Ok(None) => Poll::Pending,
+            Ok(Some(r)) => Poll::Ready(Ok(r)),
+            Err(Gone) => {
+                // Nothing will take the waker out of the slot now: empty it rather than keep
+                // it (and what it holds) until the source is dropped. The shutdown may have
+                // taken it already (and counted it).
+                let w = io.waiters.lock()[dir].take();
+                if w.is_some() {
+                    self.sub_waiters(1);
+                }
+                drop(w); // outside the lock: dropping a waker may run its executor's code
+                Poll::Ready(Err(Gone))
+            }
+        }
+    }
+
+    /// Adds `io` to the live registrations and returns its key, unless the runtime has shut
+    /// down. A registration added before [`shutdown`](Self::shutdown) took the set is shut
+    /// down with the others; one after it is refused: none escapes.
+    pub(crate) fn add(&self, io: &Arc<ScheduledIo>) -> Result<usize, Gone> {
+        let mut s = self.sources.lock();
+        if s.shut_down {
+            return Err(Gone);
+        }
+        Ok(match s.free.pop() {
+            Some(key) => {
+                s.live[key] = Some(io.clone());
+                key
+            }
+            None => {
+                s.live.push(Some(io.clone()));
+                s.live.len() - 1
+            }
+        })
+    }
+
     /// Registers `source` with the poller for `interest`; `io` is what its events will update.
+    /// Returns its key for [`deregister`](Self::deregister) and [`release`](Self::release).
+    ///
+    /// # Errors
+    /// [`Gone::error`] once the runtime has shut down; the poller's own error.
     #[cfg(not(loom))]
     pub(crate) fn register(
         &self,
         source: &mut impl mio::event::Source,
         io: &Arc<ScheduledIo>,
         interest: mio::Interest,
-    ) -> io::Result<()> {
+    ) -> io::Result<usize> {
+        let key = self.add(io).map_err(|Gone| Gone::error())?;
         let token = mio::Token(Arc::as_ptr(io) as usize);
-        self.registry.register(source, token, interest)
+        if let Err(e) = self.registry.register(source, token, interest) {
+            // Never in the poller: no event can name it, so it need not wait for a poll.
+            self.remove(key);
+            return Err(e);
+        }
+        Ok(key)
     }
 
-    /// Deregisters `source`; its `io` stays alive until the next poll has finished.
+    /// Deregisters `source` (registered as `key`); its `io` stays alive until the next poll has
+    /// finished.
     #[cfg(not(loom))]
-    pub(crate) fn deregister(&self, source: &mut impl mio::event::Source, io: Arc<ScheduledIo>) -> io::Result<()> {
+    pub(crate) fn deregister(
+        &self,
+        source: &mut impl mio::event::Source,
+        key: usize,
+        io: Arc<ScheduledIo>,
+    ) -> io::Result<()> {
         let r = self.registry.deregister(source);
-        self.release(io);
+        self.release(key, io);
         r
     }
 
-    /// Keeps `io` alive until the next poll has finished (a poll in progress may return its
-    /// token).
-    pub(crate) fn release(&self, io: Arc<ScheduledIo>) {
-        self.released.lock().push(io);
+    /// Drops registration `key` (its `io`) from the live ones, and keeps `io` alive until the
+    /// next poll has finished (a poll in progress may return its token).
+    pub(crate) fn release(&self, key: usize, io: Arc<ScheduledIo>) {
+        let mut s = self.sources.lock();
+        Self::remove_locked(&mut s, key);
+        s.released.push(io);
+    }
+
+    fn remove(&self, key: usize) {
+        Self::remove_locked(&mut self.sources.lock(), key);
+    }
+
+    fn remove_locked(s: &mut Sources, key: usize) {
+        // After a shutdown the set is empty (and takes no new key): nothing to remove.
+        if let Some(slot @ Some(_)) = s.live.get_mut(key) {
+            *slot = None;
+            s.free.push(key);
+        }
+    }
+
+    /// The runtime shut down (no M polls any more): every live registration gets
+    /// [`SHUTDOWN`], its waiters are woken (to find it and fail), and no new one is taken.
+    /// Idempotent.
+    pub(crate) fn shutdown(&self) {
+        let live = {
+            let mut s = self.sources.lock();
+            s.shut_down = true;
+            s.free = Vec::new();
+            std::mem::take(&mut s.live)
+        };
+        let mut wakers = Vec::new();
+        let mut n = 0;
+        for io in live.iter().flatten() {
+            n += io.shutdown(&mut wakers);
+        }
+        self.sub_waiters(n);
+        drop(live);
+        // No lock held: a waker is the waiting executor's code.
+        wakers.into_iter().for_each(Waker::wake);
     }
 }

@@ -273,6 +273,7 @@ impl Runtime {
             // Joining our own thread would deadlock. Ms still stop; Gs are left to their refs.
             sh.shutdown.store(true, SeqCst);
             config::warn_once("goro: a Runtime was dropped on one of its own threads; its Gs are not dropped");
+            sh.netpoll.shutdown(); // sockets of this runtime now fail instead of waiting forever
             return;
         }
         sh.shutdown.store(true, SeqCst);
@@ -300,6 +301,9 @@ impl Runtime {
         if let Some(s) = sysmon {
             s.stop(sh);
         }
+        // Nothing polls the netpoller any more: an operation on one of its sockets (kept out
+        // of the runtime, or in a G destructor below) fails now instead of waiting forever.
+        sh.netpoll.shutdown();
         // No M runs now. Drop every G still alive, inside the runtime's context (with no P) so
         // that destructors which spawn or wake find a runtime that refuses politely.
         let ctx = MCtx::new(self.shared.clone(), StdArc::new(M::new()), None);

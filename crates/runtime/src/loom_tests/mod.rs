@@ -14,6 +14,8 @@
 //!   dropped exactly once, join wakers fire, and the G's memory is freed.
 //! - [`park`]: the M's parker and the thread waker behind `JoinHandle::join`: no lost wake-up.
 //! - [`sched`]: the whole runtime (`Builder::build`, `block_on`, `go`, drop) end to end.
+//! - [`netpoll`]: the readiness protocol against the runtime's shutdown (and an event): a task
+//!   waiting on a socket of a runtime that shuts down is woken and fails; none is refused late.
 //! - [`timer`]: the timer core: stop, re-arm and a sleeping G's new waker racing the firing,
 //!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns;
 //!   timers moving off a P that sysmon detached, racing an arming and a firing.
@@ -22,6 +24,7 @@
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours).
 
 mod g;
+mod netpoll;
 mod park;
 mod runq;
 mod sched;
