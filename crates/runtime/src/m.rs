@@ -297,18 +297,29 @@ impl MCtx {
             // No lock and no clock read unless the heap has a timer.
             timer::check_timers(sh, pid, || sh.nanotime());
 
-            // Every 61st tick, check the global queue first, so a busy P cannot starve it.
+            // Work waiting outside our queue gets a turn every 61st tick, so a busy P cannot
+            // starve it (Go's rule), and also once it has waited a time slice (sysmon's
+            // `fairness_due`): Go's ticks last at most a time slice, as it preempts, but a goro
+            // G that computes without yield points makes one tick as long as it likes.
             // SAFETY: this M owns `p`.
             let tick = unsafe { p.with_local(|l| l.schedtick) };
+            let due = p.fairness_due.load(Relaxed);
+            if due {
+                p.fairness_due.store(false, Relaxed);
+            }
             // An M back from a syscall waits for a P while this one stays busy: it gets ours.
-            if tick % 61 == 0
+            if (tick % 61 == 0 || due)
                 && sh.syscall_waiting.load(Relaxed) != 0
                 && !self.spinning.get()
                 && self.handoff_to_syscall_waiter(pid)
             {
                 continue 'top;
             }
-            if tick % 61 == 0 && !sh.global.is_empty() {
+            if due {
+                if let Some(g) = self.globrunqget_due(p) {
+                    return Found::G(g, false);
+                }
+            } else if tick % 61 == 0 && !sh.global.is_empty() {
                 if let Some(g) = sh.global.pop() {
                     p::bump(&p.stats.global_runq_polls, 1);
                     return Found::G(g, false);
@@ -447,14 +458,24 @@ impl MCtx {
         }
     }
 
-    /// Go's `runqget` with `runnext` first (it inherits the time slice). After
-    /// [`RUNNEXT_STREAK_MAX`] consecutive `runnext` picks the slice ends: the ring, then the
-    /// global queue get a turn, and the next G starts a fresh slice (so `schedtick` moves and
-    /// the 1-in-61 global check keeps working under a ping-pong pair).
+    /// Go's `runqget` with `runnext` first (it inherits the time slice). The slice ends after
+    /// [`RUNNEXT_STREAK_MAX`] consecutive `runnext` picks, or once sysmon found it older than a
+    /// time slice (its preemption request is still up: no G of the chain reached a yield point
+    /// to honour it). Then the ring, then the global queue get a turn, and the next G starts a
+    /// fresh slice (so `schedtick` moves and the 1-in-61 global check keeps working). Go bounds
+    /// an inherited slice the same way: sysmon preempts it after 10 ms. Without the time bound,
+    /// two Gs that compute 200 ms each and wake each other through timers kept the ring waiting
+    /// for 32 of their turns.
     fn runqget(&self, p: &P) -> Option<(GPtr, bool)> {
         // SAFETY (all blocks): this M owns `p`.
         let streak = unsafe { p.with_local(|l| l.runnext_streak) };
-        if streak < RUNNEXT_STREAK_MAX {
+        let expired = p.preempt.load(Relaxed);
+        if expired {
+            // Consumed here: the next G starts a fresh slice.
+            p.preempt.store(false, Relaxed);
+        }
+        let slice_over = expired || streak >= RUNNEXT_STREAK_MAX;
+        if !slice_over {
             if let Some(g) = unsafe { p.runq.pop_runnext() } {
                 unsafe { p.with_local(|l| l.runnext_streak += 1) };
                 p::bump(&p.stats.runnext_runs, 1);
@@ -465,7 +486,7 @@ impl MCtx {
         if let Some(g) = unsafe { p.runq.pop() } {
             return Some((g, false));
         }
-        if streak >= RUNNEXT_STREAK_MAX {
+        if slice_over {
             if let Some(g) = self.shared.global.pop() {
                 p::bump(&p.stats.global_runq_polls, 1);
                 return Some((g, false));
@@ -483,6 +504,24 @@ impl MCtx {
             // SAFETY: this M owns `p`, whose ring is empty (runqget just failed), and the batch
             // is at most CAP / 2 - 1 items.
             unsafe { p.runq.push_batch(rest) }
+        })?;
+        p::bump(&p.stats.global_runq_polls, 1);
+        Some(g)
+    }
+
+    /// The global queue's turn when it has waited a time slice (`P::fairness_due`): one G to
+    /// run now and, as `globrunqget` takes when the ring is empty, a share of the rest, put
+    /// behind the ring's Gs (no more than fit, so nothing spills back), so that they all run
+    /// within one round of the ring rather than one per time slice.
+    fn globrunqget_due(&self, p: &P) -> Option<GPtr> {
+        let sh = &*self.shared;
+        let room = runq::CAP - p.runq.len();
+        let g = sh.global.pop_batch(sh.procs, (runq::CAP / 2).min(room), |rest| {
+            for g in rest {
+                // SAFETY: this M owns `p`, and the batch fits in the room left.
+                let overflow = unsafe { p.runq.push_back(g) };
+                debug_assert!(overflow.is_none(), "goro: the batch overflowed the ring");
+            }
         })?;
         p::bump(&p.stats.global_runq_polls, 1);
         Some(g)

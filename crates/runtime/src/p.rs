@@ -50,6 +50,10 @@ pub(crate) struct P {
     /// Set by sysmon when the running G has had the P for a whole time slice (10 ms): goro's
     /// yield points then return `Pending` once (see `coop`).
     pub(crate) preempt: AtomicBool,
+    /// Set by sysmon when work outside this P's queue (the global queue, an M back from a
+    /// syscall waiting for a P) has waited a whole time slice: the owner's next `findrunnable`
+    /// gives it a turn before its own queue, as it does every 61st tick (see `m.rs`).
+    pub(crate) fairness_due: AtomicBool,
     /// When (runtime nanos) sysmon first saw the poll that got this P detached, for the
     /// report of its M.
     pub(crate) blocked_since: AtomicU64,
@@ -118,6 +122,7 @@ impl P {
             timers: TimerHeap::new(),
             timer0: AtomicU64::new(0),
             preempt: AtomicBool::new(false),
+            fairness_due: AtomicBool::new(false),
             blocked_since: AtomicU64::new(0),
             tid: AtomicU32::new(0),
             local: UnsafeCell::new(PLocal {

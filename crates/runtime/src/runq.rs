@@ -91,6 +91,11 @@ impl<T> LocalQueue<T> {
         }
     }
 
+    /// Whether the `runnext` slot holds an item, as seen by anyone (sysmon).
+    pub(crate) fn has_runnext(&self) -> bool {
+        !self.runnext.load(Acquire).is_null()
+    }
+
     /// `runqput(pp, g, next=true)`: makes `item` the next to run; the item it displaces (if
     /// any) goes to the tail. Owner only. Returns whether an item was displaced, and whatever
     /// did not fit in the ring (see [`push_back`](Self::push_back)).

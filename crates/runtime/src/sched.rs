@@ -44,12 +44,17 @@ fn spare_slots(procs: usize) -> usize {
     (4 * procs).clamp(8, 256)
 }
 
-/// Where [`Shared::runqput`] puts a G in the current P's queue (Go's `next` argument).
+/// Where [`Shared::runqput`] puts a G in the current P's queue (Go's `next` argument), and
+/// whether an idle P is woken for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Put {
-    /// The `runnext` slot, pushing any G already there to the back of the ring: a G just
-    /// spawned or woken runs next, warm in cache, inheriting the time slice.
+    /// A woken G: the `runnext` slot, pushing any G already there to the back of the ring; it
+    /// runs next, warm in cache, inheriting the time slice. A P is woken only if a G was
+    /// pushed to the ring (see [`Shared::ready`]).
     Next,
+    /// A new G (Go's `newproc`): the `runnext` slot as for [`Put::Next`], and a P is woken in
+    /// any case, to take this G or the spawner's continuation.
+    Spawn,
     /// The back of the ring: a G that yielded (it woke itself during its poll).
     Back,
 }
@@ -265,7 +270,7 @@ impl Shared {
                 g::drop_ref(g);
             }
         } else {
-            self.runqput(g, Put::Next);
+            self.runqput(g, Put::Spawn);
         }
         // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
         unsafe { JoinHandle::from_raw(g) }
@@ -274,20 +279,29 @@ impl Shared {
     /// `goready`: a waker found `g` waiting and made it runnable; the queue reference is ours.
     ///
     /// Woken on an M of this runtime, it goes to that P's `runnext`, so a channel send wakes
-    /// its receiver straight into the next slot and a ping-pong pair stays on one P. Then, as
-    /// in Go's `ready`, an idle P is woken (`wakep`) whether or not the slot was free: the
-    /// waker may go on computing for a long time, and a spinning M steals `runnext` from a
-    /// running P after a few microseconds (see `steal_work`), so the woken G never waits for
-    /// its waker's poll to end while a P idles. (goro used to wake a P only when the swap
-    /// displaced a G into the ring, as tokio does for its LIFO slot: a G woken by a computing
-    /// G then waited for the whole computation.) Cheap when it does not matter: `wakep` is a
-    /// fence and two loads when no P idles or an M already spins.
+    /// its receiver straight into the next slot and a ping-pong pair stays on one P.
+    ///
+    /// Go's `ready` then always calls `wakep`, so that a woken G never waits for its waker to
+    /// finish computing while a P idles: the spinning M steals `runnext` from a P that is
+    /// still running after ~3 µs. goro keeps that guarantee, but wakes the P later, and only
+    /// when it is needed: at once if the G displaced another into the stealable ring, else
+    /// when sysmon finds the waker's poll still running a round later with the G still in
+    /// `runnext` (`sysmon::wake_for_runnext`). Nearly every waker parks or yields right after
+    /// its wake (a channel ping-pong, a producer filling a buffer), and its M then runs the G
+    /// itself; waking a P for each of them cost W4 (ping-pong) +55% and W5 (SPSC) +82% on the
+    /// 2-core machines here, a futex wake of an idle M for most messages. What it costs
+    /// instead: a G woken by a waker that goes on computing waits up to one sysmon round
+    /// (20 µs, backing off to 10 ms while nothing else happens) rather than Go's few µs.
+    /// (goro once woke a P only on displacement, as tokio does for its LIFO slot, and such a
+    /// G waited for the whole computation.)
     pub(crate) fn ready(&self, g: GPtr) {
         self.runqput(g, Put::Next);
     }
 
     /// Go's `runqput` on the current P if this thread holds one of ours, else `globrunqput`;
-    /// then `wakep`, as Go's `newproc` and `ready` do after theirs.
+    /// then `wakep` if there is stealable work (a G in the ring or the global queue; a G alone
+    /// in `runnext` is sysmon's to watch, see [`ready`](Self::ready)), and always for a spawn
+    /// ([`Put::Spawn`]), as Go's `newproc` does.
     ///
     /// A P that sysmon detached (its M is stuck in a poll that blocks the thread) cannot run
     /// its queue: a G made runnable by that stuck poll (a blocking receive that frees a
@@ -313,17 +327,19 @@ impl Shared {
         };
         let p = &self.ps[pid];
         // SAFETY: this thread owns `p`.
-        let overflow = unsafe {
+        let (stealable, overflow) = unsafe {
             match put {
-                Put::Next => p.runq.push_next(g).1,
-                Put::Back => p.runq.push_back(g),
+                Put::Next | Put::Spawn => p.runq.push_next(g),
+                Put::Back => (true, p.runq.push_back(g)),
             }
         };
         if let Some(batch) = overflow {
             p::bump(&p.stats.local_runq_overflows, 1);
             self.global.push_batch(batch.iter());
         }
-        self.wakep();
+        if stealable || put == Put::Spawn {
+            self.wakep();
+        }
     }
 
     /// `wakep`: if a P is idle and no M is spinning, start a spinning M on it.

@@ -7,6 +7,9 @@
 //!   work, or for 10 ms), is taken (CAS `P_SYSCALL` → `P_IDLE`) and handed to another M;
 //! - **asks long-running Gs to yield**: a P that has run the same time slice for 10 ms gets its
 //!   `preempt` flag set, which goro's yield points honour (see `coop`);
+//! - **gives waiting work a turn**: when the global queue, or an M back from a syscall, has
+//!   waited a time slice, every running P serves it at its next schedule (`fairness_due`), as
+//!   it does every 61 ticks; ticks are not bounded in time when a G computes;
 //! - **hands off Ps stuck in a blocked poll** (`detach`): a P whose M has been inside one poll
 //!   for two time slices, asleep in the kernel for a whole time slice of it (the G called
 //!   something that blocks the thread, outside `goro::syscall`), is replaced by a spare P slot,
@@ -106,6 +109,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
     let mut next_trace = schedtrace.map(|d| start + d);
     let mut delay = MIN_DELAY;
     let mut quiet = 0u32;
+    let mut outside_waiting_since = None;
     while !sh.sysmon.stop.load(Acquire) {
         let mut sleep = delay;
         if let Some(t) = next_trace {
@@ -136,6 +140,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         // ping-pong that inherits its time slice gets a request every 10 ms, and rounds at
         // 20 µs would then cost a thread wake-up per 20 µs).
         let acted = retake(sh, &mut seen, now);
+        outside_waiting_since = give_outside_work_a_turn(sh, outside_waiting_since, now);
         poll_network(sh);
         let next_timer = crate::timer::earliest(sh);
         if next_timer != 0 && next_timer <= sh.nanotime() && sh.npidle.load(SeqCst) > 0 {
@@ -158,6 +163,27 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             }
         }
     }
+}
+
+/// Work waiting outside the Ps' queues (the global queue, Ms back from a syscall waiting for
+/// a P) since `since`: once that is a time slice, every running P is asked to give it a turn
+/// at its next schedule (`P::fairness_due`). The Ps do so every 61 ticks anyway (Go's rule);
+/// this bounds the wait in time as well, since a G computing without yield points makes a
+/// tick last as long as it computes. Returns the new `since`.
+fn give_outside_work_a_turn(sh: &Shared, since: Option<Instant>, now: Instant) -> Option<Instant> {
+    if sh.global.is_empty() && sh.syscall_waiting.load(Relaxed) == 0 {
+        return None;
+    }
+    let since = since.unwrap_or(now);
+    if now - since < TIME_SLICE {
+        return Some(since);
+    }
+    for p in sh.used_ps() {
+        if p.status.load(Relaxed) == P_RUNNING {
+            p.fairness_due.store(true, Relaxed);
+        }
+    }
+    Some(now)
 }
 
 /// Every P idle and none in a syscall or stuck: nothing for sysmon to watch.
@@ -225,7 +251,8 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     s.asleep_since = None;
                     s.reported_long = false;
                 } else if polls & 1 == 1 {
-                    // One poll has been running since `pollwhen`.
+                    // One poll has been running since `pollwhen`, a round ago at least.
+                    wake_for_runnext(sh, pp);
                     let stuck = now - s.pollwhen;
                     if stuck >= TIME_SLICE / 2 {
                         // Unknown (no /proc) counts as asleep: then every stuck poll is handed
@@ -255,6 +282,18 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
         }
     }
     acted
+}
+
+/// Go's `ready` wakes a P for every G it makes runnable; goro's wakes one only when the G is
+/// stealable at once (see `Shared::ready`), and leaves a G alone in `runnext` to its waker's M,
+/// which runs it as soon as the waker's poll ends. This is the other half: the waker's poll
+/// has gone on for a whole round, so an idle P is woken to steal the G (the spinning M takes a
+/// running victim's `runnext` after a few microseconds), and the G does not wait for the
+/// waker's computation while a P idles.
+fn wake_for_runnext(sh: &Shared, pp: &crate::p::P) {
+    if pp.runq.has_runnext() && sh.npidle.load(SeqCst) > 0 {
+        sh.wakep();
+    }
 }
 
 /// Takes P `i` from the M in a syscall on it and hands it off (Go's `retake` of a
