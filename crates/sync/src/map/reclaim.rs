@@ -40,6 +40,30 @@
 //!   dropped, so a model ends with no leaks, and loom's leak check of its `Arc`s (entries and
 //!   tables) stays meaningful.
 //!
+//! # Where retired objects are dropped
+//!
+//! A retired object's destructor is user code (a value's `Drop`, or a snapshot's table full of
+//! keys and entries), and crossbeam-epoch runs it on whatever thread *collects*: a first `pin`
+//! every 128, a `flush`, a thread's exit. So:
+//!
+//! - No collection while the map's lock is held: [`LockScope`] marks the locked section on this
+//!   thread, and [`Guard::flush`] (and the poll anchor's periodic flush) do nothing inside it; a
+//!   flush that a locked section asks for runs after the unlock. crossbeam's own collection
+//!   happens only on a thread's *first* pin, and every locked section runs with its operation's
+//!   guard pinned, so that one cannot happen there. A destructor that calls back into the map
+//!   (a cache recording its evictions in itself) therefore never finds the lock held by its own
+//!   thread.
+//! - A destructor's panic stays in the destructor: each retired object is dropped under
+//!   `catch_unwind` and the panic is discarded (the panic hook has reported it by then). It
+//!   never unwinds into the unrelated G or thread that happened to collect, nor through
+//!   crossbeam's collector, and two panics never meet (an abort). Drops that the map makes on
+//!   behalf of a caller (see `dropping.rs`) surface the panic in that caller instead.
+//! - While a deferred destructor runs, this thread does not start another collection either
+//!   (a destructor that uses the map does not recurse into the collector).
+//!
+//! [`LockScope`] also detects a call into the map from code it runs under its own lock (a key's
+//! `Hash` or `Eq`): that call would deadlock the thread, so it panics instead.
+//!
 //! What the stand-in does *not* check: crossbeam-epoch's own algorithm (global epoch advance,
 //! bag sealing; crossbeam tests that), the cost and timing of deferred garbage (nothing is
 //! freed before the map drops), and the drop of an entry's *current* value when the entry's
@@ -48,9 +72,9 @@
 //! it is instrumentation, not part of the algorithm, and must add no interleavings of its own.
 
 #[cfg(not(loom))]
-pub(super) use self::epoch::{Guard, Reclaimer, Tracked};
+pub(super) use self::epoch::{Guard, LockScope, Reclaimer, Tracked};
 #[cfg(loom)]
-pub(super) use self::model::{Guard, Reclaimer, Tracked};
+pub(super) use self::model::{Guard, LockScope, Reclaimer, Tracked};
 
 /// An object that can be retired: it carries a [`Tracked`] (a zero-sized no-op outside loom).
 pub(super) trait Reclaim {
@@ -62,7 +86,9 @@ pub(super) trait Reclaim {
 #[cfg(not(loom))]
 mod epoch {
     use super::Reclaim;
+    use std::cell::{Cell, RefCell};
     use std::marker::PhantomData;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// The map's handle on reclamation: zero-sized, the default crossbeam-epoch collector is
     /// global.
@@ -102,6 +128,121 @@ mod epoch {
             const { std::cell::RefCell::new(None) };
         /// Whether this thread retired something since the anchor last re-pinned.
         static RETIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// The maps whose lock this thread holds (their addresses), innermost last.
+        static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+        /// How many sections of this thread must not collect garbage: map locks held and
+        /// deferred destructors running (see the module docs).
+        static NO_COLLECT: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Starts a section of this thread in which nothing may run the collector.
+    fn no_collect_enter() {
+        let _ = NO_COLLECT.try_with(|n| n.set(n.get() + 1));
+    }
+
+    /// Ends the section `no_collect_enter` started.
+    fn no_collect_exit() {
+        let _ = NO_COLLECT.try_with(|n| n.set(n.get() - 1));
+    }
+
+    /// A section of this thread in which nothing may run the collector, as a value.
+    struct NoCollect;
+
+    impl NoCollect {
+        fn enter() -> NoCollect {
+            no_collect_enter();
+            NoCollect
+        }
+    }
+
+    impl Drop for NoCollect {
+        fn drop(&mut self) {
+            no_collect_exit();
+        }
+    }
+
+    /// May this thread run the collector now? (Not while it holds a map's lock or runs a
+    /// deferred destructor; not while its thread-locals are being torn down either.)
+    fn may_collect() -> bool {
+        NO_COLLECT.try_with(|n| n.get() == 0).unwrap_or(false)
+    }
+
+    /// What a call into a map from code run under the map's own lock gets instead of a
+    /// deadlock.
+    const REENTERED: &str = "goro::sync::Map re-entered while this thread holds the map's lock: \
+        a key's Hash or Eq (or the map's hasher) called back into the same map, which would \
+        deadlock; Hash and Eq must not use the map they key";
+
+    /// The map's lock, held by this thread: created just before locking, dropped just after
+    /// unlocking. While it lives, the epoch collector does not run on this thread (so no
+    /// destructor runs under the lock), and a second lock of the same map by this thread panics
+    /// (see `REENTERED`) before it could deadlock. A flush asked for under the lock
+    /// ([`flush_on_unlock`](Self::flush_on_unlock)) runs when it drops.
+    pub(crate) struct LockScope<'g> {
+        map: usize,
+        guard: &'g Guard<'g>,
+        flush: bool,
+    }
+
+    impl<'g> LockScope<'g> {
+        /// Enters the locked section of the map at address `map` (call it, then lock).
+        ///
+        /// # Panics
+        /// If this thread already holds that map's lock.
+        #[inline]
+        pub(crate) fn enter(map: usize, guard: &'g Guard<'g>) -> LockScope<'g> {
+            let reentered = HELD
+                .try_with(|h| {
+                    let mut h = h.borrow_mut();
+                    if h.contains(&map) {
+                        return true;
+                    }
+                    h.push(map);
+                    false
+                })
+                .unwrap_or(false);
+            if reentered {
+                panic!("{REENTERED}");
+            }
+            no_collect_enter();
+            LockScope { map, guard, flush: false }
+        }
+
+        /// Asks for a flush of this thread's garbage once the lock is released (after retiring
+        /// a whole table).
+        pub(crate) fn flush_on_unlock(&mut self) {
+            self.flush = true;
+        }
+    }
+
+    impl Drop for LockScope<'_> {
+        fn drop(&mut self) {
+            let _ = HELD.try_with(|h| {
+                let mut h = h.borrow_mut();
+                if let Some(i) = h.iter().rposition(|&m| m == self.map) {
+                    h.remove(i);
+                }
+            });
+            no_collect_exit();
+            if self.flush {
+                self.guard.flush();
+            }
+        }
+    }
+
+    /// The collector's half of [`Guard::retire`]: drops a retired object, on whatever thread
+    /// collects. A panic of its destructor is contained here (see the module docs).
+    ///
+    /// # Safety
+    /// `ptr` came from `Box::into_raw`, was retired once, and every guard that could still see
+    /// it has been dropped (crossbeam-epoch calls this only then).
+    unsafe fn destroy<T>(ptr: *mut T) {
+        let _no_collect = NoCollect::enter();
+        // SAFETY: per this function's contract, this is the only owner of a live box.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(ptr) })));
+        if let Err(payload) = dropped {
+            crate::map::dropping::discard(payload);
+        }
     }
 
     /// Makes sure this thread is pinned by an anchor for the rest of the current poll, if it is
@@ -114,10 +255,12 @@ mod epoch {
             match &mut *slot {
                 Some((guard, ops)) => {
                     *ops += 1;
-                    if *ops >= ANCHOR_OPS {
+                    if *ops >= ANCHOR_OPS && may_collect() {
                         // No other guard of ours is alive here (each operation's guard is
                         // dropped before the next one pins; a nested one makes `repin` do
-                        // nothing), so this lets the epoch move on.
+                        // nothing), so this lets the epoch move on. Not while this thread holds
+                        // a map's lock or runs a destructor (`may_collect`): the flush below
+                        // runs destructors.
                         guard.repin();
                         *ops = 0;
                         // A nested pin never collects garbage (crossbeam does that on a first
@@ -162,17 +305,25 @@ mod epoch {
         ///   `S` to be `Send + 'static`).
         #[inline]
         pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
+            // SAFETY: crossbeam-epoch calls this closure once, after every guard that was pinned
+            // when it was deferred (below) is dropped; `ptr` is then a unique box nobody can
+            // reach (this function's contract): `destroy`'s contract.
+            let destroy_later = move || unsafe { destroy(ptr) };
             // SAFETY: forwarded from this function's contract: `ptr` is a unique, unlinked box,
-            // so `defer_destroy` (which later turns it back into a `Box` and drops it) runs once,
-            // after every guard that might still see it.
-            unsafe { self.inner.defer_destroy(crossbeam_epoch::Shared::from(ptr as *const T)) }
+            // so the deferred call (one pointer: stored inline, no allocation) runs once, after
+            // every guard that might still see it; dropping a `T` on the collecting thread is
+            // sound (`T`'s parts are `Send + 'static`).
+            unsafe { self.inner.defer_unchecked(destroy_later) }
             let _ = RETIRED.try_with(|r| r.set(true));
         }
 
         /// Moves this thread's deferred garbage to the global queue so any thread may free it
-        /// soon (used after retiring a whole table).
+        /// soon, and collects some (used after retiring a whole table). Does nothing while this
+        /// thread holds a map's lock or runs a deferred destructor.
         pub(crate) fn flush(&self) {
-            self.inner.flush();
+            if may_collect() {
+                self.inner.flush();
+            }
         }
     }
 
@@ -302,6 +453,20 @@ mod model {
                 unsafe { mark(ptr) }
             }
         }
+    }
+
+    /// The locked section of a map: nothing to track under loom (its guard's `flush` does
+    /// nothing, and a model never re-enters a map from `Hash`).
+    pub(crate) struct LockScope<'g> {
+        _guard: std::marker::PhantomData<&'g ()>,
+    }
+
+    impl<'g> LockScope<'g> {
+        pub(crate) fn enter(_map: usize, _guard: &'g Guard<'g>) -> LockScope<'g> {
+            LockScope { _guard: std::marker::PhantomData }
+        }
+
+        pub(crate) fn flush_on_unlock(&mut self) {}
     }
 
     /// Loom's view of one shared object: its construction (a loom cell) and whether EBR would
