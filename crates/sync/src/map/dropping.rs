@@ -21,12 +21,59 @@ impl DropAll {
         DropAll { first: None }
     }
 
+    /// Keeps `payload` if it is the first panic, discards it otherwise.
+    fn keep(&mut self, payload: Box<dyn Any + Send>) {
+        match self.first {
+            None => self.first = Some(payload),
+            Some(_) => discard(payload),
+        }
+    }
+
     /// Runs `f` (which drops something), keeping its panic if it is the first.
     pub(super) fn run(&mut self, f: impl FnOnce()) {
         if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-            match self.first {
-                None => self.first = Some(payload),
-                Some(_) => discard(payload),
+            self.keep(payload);
+        }
+    }
+
+    /// Runs `each` on every item of `items`, going on after a panic (each item's drop, which
+    /// `each` performs, must leave nothing else of it to drop if it panics). One `catch_unwind`
+    /// for the whole run, not one per item: this is how tables are dropped.
+    pub(super) fn run_each<I: Iterator>(&mut self, mut items: I, mut each: impl FnMut(I::Item)) {
+        loop {
+            let run = catch_unwind(AssertUnwindSafe(|| {
+                // A `for` loop calls `next` item by item (no internal iteration that a panic
+                // could cut short), so the iterator stays consistent and no item is lost.
+                for item in items.by_ref() {
+                    each(item);
+                }
+            }));
+            match run {
+                Ok(()) => return,
+                Err(payload) => self.keep(payload),
+            }
+        }
+    }
+
+    /// Drops every pair of `pairs`, both halves on their own: a panic of the first half's
+    /// destructor does not leave the second half to be dropped during the unwinding (two
+    /// panics at once abort).
+    pub(super) fn drop_pairs<A, B>(&mut self, pairs: impl Iterator<Item = (A, B)>) {
+        // The second half waits here, outside the unwinding stack, while the first is dropped.
+        let mut second: Option<B> = None;
+        let mut pairs = pairs.fuse();
+        loop {
+            let run = catch_unwind(AssertUnwindSafe(|| {
+                drop(second.take()); // left by a panic of the previous pair's first half
+                for (a, b) in pairs.by_ref() {
+                    second = Some(b);
+                    drop(a);
+                    drop(second.take());
+                }
+            }));
+            match run {
+                Ok(()) => return,
+                Err(payload) => self.keep(payload),
             }
         }
     }

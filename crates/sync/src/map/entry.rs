@@ -124,11 +124,6 @@ impl<V> Entry<V> {
         e
     }
 
-    /// A nil entry (deleted, or not stored yet).
-    pub(super) fn empty() -> Entry<V> {
-        Entry { p: AtomicPtr::new(ptr::null_mut()) }
-    }
-
     /// Retires the slot that was just removed from `p` by this thread's atomic operation, and
     /// returns it, readable for as long as the guard lives.
     ///

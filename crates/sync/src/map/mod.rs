@@ -109,10 +109,7 @@ impl<K, V, S> DerefMut for Table<K, V, S> {
 impl<K, V, S> Drop for Table<K, V, S> {
     fn drop(&mut self) {
         let mut all = DropAll::new();
-        for (k, e) in self.0.drain() {
-            all.drop(k);
-            all.drop(e);
-        }
+        all.drop_pairs(self.0.drain());
         all.finish();
     }
 }
@@ -135,16 +132,18 @@ type Garbage<K, V> = Vec<(K, Arc<Entry<V>>)>;
 /// Drops, after unlocking, what a store's locked section left over: a dirty copy that turned
 /// out stale or unneeded, and what a dirty rebuild took out. Each object on its own: two
 /// panicking key destructors must not abort (see `dropping.rs`).
+#[inline]
 fn drop_leftovers<K, V, S>(copy: Option<DirtyCopy<K, V, S>>, garbage: Garbage<K, V>) {
-    if copy.is_none() && garbage.is_empty() {
-        return;
+    if copy.is_some() || garbage.capacity() != 0 {
+        drop_leftovers_slow(copy, garbage);
     }
+}
+
+#[cold]
+fn drop_leftovers_slow<K, V, S>(copy: Option<DirtyCopy<K, V, S>>, garbage: Garbage<K, V>) {
     let mut all = DropAll::new();
     all.drop(copy);
-    for (k, e) in garbage {
-        all.drop(k);
-        all.drop(e);
-    }
+    all.drop_pairs(garbage.into_iter());
     all.finish();
 }
 
@@ -450,6 +449,7 @@ where
     /// value since: those go into `dirty` too (hashing the key under the lock, as Go does for
     /// every key). Invariants 1 and 2 hold after it. Expunged entries are taken out into
     /// `garbage`, dropped by the caller after unlocking.
+    #[inline(always)] // the common case is the first test
     fn amend_locked(
         &self,
         l: &mut Locked<'_, K, V, S>,
@@ -669,11 +669,11 @@ where
             }
             match self.amend_locked(&mut l, read, &mut copy, &mut garbage, g) {
                 Ok(()) => {
-                    // Store into the entry before anyone else can see it.
-                    let e: &Arc<Entry<V>> = held.insert(Arc::new(Entry::empty()));
-                    let r = e.try_load_or_store(value, g);
+                    let e: &Arc<Entry<V>> = held.insert(Arc::new(Entry::new(Unpublished::new(value))));
+                    // Nobody else sees the entry yet: its value is ours.
+                    let stored = e.load(g).expect("a new entry holds its value");
                     Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
-                    break r;
+                    break LoadOrStore::Stored(stored);
                 }
                 Err(src) => {
                     drop(l);
@@ -862,13 +862,12 @@ impl<K, V, S> Drop for Map<K, V, S> {
         let dirty = self.mu.lock().m.take();
         // Every destructor runs, in this thread, and the first panic is resumed here at the end.
         let mut all = DropAll::new();
-        for e in read.m.values().chain(dirty.iter().flat_map(|m| m.values())) {
-            // SAFETY: `&mut self`: no operation on this map is running or can start, so nobody
-            // reads these entries' values. Freeing them now (rather than when retired
-            // snapshots that share the entries are collected) makes dropping the map drop
-            // every live value at once.
-            all.run(|| unsafe { e.drop_value_now() });
-        }
+        let entries = read.m.values().chain(dirty.iter().flat_map(|m| m.values()));
+        // SAFETY: `&mut self`: no operation on this map is running or can start, so nobody
+        // reads these entries' values. Freeing them now (rather than when retired snapshots
+        // that share the entries are collected) makes dropping the map drop every live value at
+        // once. (A value whose destructor panics is already out of its entry.)
+        all.run_each(entries, |e| unsafe { e.drop_value_now() });
         all.drop(dirty);
         all.drop(read);
         all.finish();

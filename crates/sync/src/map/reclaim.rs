@@ -58,8 +58,10 @@
 //!   never unwinds into the unrelated G or thread that happened to collect, nor through
 //!   crossbeam's collector, and two panics never meet (an abort). Drops that the map makes on
 //!   behalf of a caller (see `dropping.rs`) surface the panic in that caller instead.
-//! - While a deferred destructor runs, this thread does not start another collection either
-//!   (a destructor that uses the map does not recurse into the collector).
+//! - A collection this crate starts (a flush) starts no other inside it, so a destructor that
+//!   uses the map does not recurse into the collector: it can nest at most once, inside one of
+//!   crossbeam's own periodic collections. (Marking each destructor instead would cost every
+//!   retired value two thread-local accesses.)
 //!
 //! [`LockScope`] also detects a call into the map from code it runs under its own lock (a key's
 //! `Hash` or `Eq`): that call would deadlock the thread, so it panics instead.
@@ -86,7 +88,7 @@ pub(super) trait Reclaim {
 #[cfg(not(loom))]
 mod epoch {
     use super::Reclaim;
-    use std::cell::{Cell, RefCell};
+    use std::cell::Cell;
     use std::marker::PhantomData;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -128,43 +130,60 @@ mod epoch {
             const { std::cell::RefCell::new(None) };
         /// Whether this thread retired something since the anchor last re-pinned.
         static RETIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-        /// The maps whose lock this thread holds (their addresses), innermost last.
-        static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-        /// How many sections of this thread must not collect garbage: map locks held and
-        /// deferred destructors running (see the module docs).
-        static NO_COLLECT: Cell<u32> = const { Cell::new(0) };
+        /// This thread's map locks and collections (see [`Held`]).
+        static HELD: Held = const {
+            Held { top: Cell::new(0), outer: [const { Cell::new(0) }; OUTER], depth: Cell::new(0), no_collect: Cell::new(0) }
+        };
     }
 
-    /// Starts a section of this thread in which nothing may run the collector.
-    fn no_collect_enter() {
-        let _ = NO_COLLECT.try_with(|n| n.set(n.get() + 1));
+    /// How many enclosing locked maps [`Held`] remembers for re-entry detection.
+    const OUTER: usize = 7;
+
+    /// What a thread holds: the maps whose lock it holds, and how many sections of it must not
+    /// start a collection of garbage. (No `Drop`, so its thread-local needs no registration.)
+    struct Held {
+        /// The innermost map whose lock this thread holds (its address), or 0.
+        top: Cell<usize>,
+        /// The enclosing ones, outermost first (only a key's `Hash` or `Eq` that uses another
+        /// map while its own is locked nests them); past `OUTER` of them, the deeper ones are
+        /// not remembered, so a re-entry from there is not detected.
+        outer: [Cell<usize>; OUTER],
+        /// How many enclosing locked maps there are.
+        depth: Cell<usize>,
+        /// Map locks held, plus collections this crate started that are running (see the
+        /// module docs).
+        no_collect: Cell<u32>,
     }
 
-    /// Ends the section `no_collect_enter` started.
-    fn no_collect_exit() {
-        let _ = NO_COLLECT.try_with(|n| n.set(n.get() - 1));
-    }
-
-    /// A section of this thread in which nothing may run the collector, as a value.
+    /// A section of this thread that must not start a collection: a flush, while it runs.
     struct NoCollect;
 
     impl NoCollect {
         fn enter() -> NoCollect {
-            no_collect_enter();
+            let _ = HELD.try_with(|h| h.no_collect.set(h.no_collect.get() + 1));
             NoCollect
         }
     }
 
     impl Drop for NoCollect {
         fn drop(&mut self) {
-            no_collect_exit();
+            let _ = HELD.try_with(|h| h.no_collect.set(h.no_collect.get() - 1));
         }
     }
 
-    /// May this thread run the collector now? (Not while it holds a map's lock or runs a
-    /// deferred destructor; not while its thread-locals are being torn down either.)
+    /// May this thread start a collection now? Not while it holds a map's lock, nor inside a
+    /// collection this crate started (so a destructor that uses the map does not start another
+    /// one inside it), nor while its thread-locals are being torn down.
     fn may_collect() -> bool {
-        NO_COLLECT.try_with(|n| n.get() == 0).unwrap_or(false)
+        HELD.try_with(|h| h.no_collect.get() == 0).unwrap_or(false)
+    }
+
+    /// Collects garbage (`Guard::flush`) if this thread may, as a section that starts no other.
+    fn flush(guard: &crossbeam_epoch::Guard) {
+        if may_collect() {
+            let _section = NoCollect::enter();
+            guard.flush();
+        }
     }
 
     /// What a call into a map from code run under the map's own lock gets instead of a
@@ -179,7 +198,8 @@ mod epoch {
     /// (see `REENTERED`) before it could deadlock. A flush asked for under the lock
     /// ([`flush_on_unlock`](Self::flush_on_unlock)) runs when it drops.
     pub(crate) struct LockScope<'g> {
-        map: usize,
+        /// The map locked before this one on this thread (its `Hash` or `Eq` runs this), or 0.
+        enclosing: usize,
         guard: &'g Guard<'g>,
         flush: bool,
     }
@@ -191,21 +211,28 @@ mod epoch {
         /// If this thread already holds that map's lock.
         #[inline]
         pub(crate) fn enter(map: usize, guard: &'g Guard<'g>) -> LockScope<'g> {
-            let reentered = HELD
+            let entered = HELD
                 .try_with(|h| {
-                    let mut h = h.borrow_mut();
-                    if h.contains(&map) {
-                        return true;
+                    let top = h.top.get();
+                    if top != 0 {
+                        // Nested in another map's locked section (its key's `Hash` or `Eq`).
+                        let depth = h.depth.get();
+                        let outer = &h.outer[..depth.min(OUTER)];
+                        if top == map || outer.iter().any(|m| m.get() == map) {
+                            return None;
+                        }
+                        if let Some(slot) = h.outer.get(depth) {
+                            slot.set(top);
+                        }
+                        h.depth.set(depth + 1);
                     }
-                    h.push(map);
-                    false
+                    h.top.set(map);
+                    h.no_collect.set(h.no_collect.get() + 1);
+                    Some(top)
                 })
-                .unwrap_or(false);
-            if reentered {
-                panic!("{REENTERED}");
-            }
-            no_collect_enter();
-            LockScope { map, guard, flush: false }
+                .unwrap_or(Some(0));
+            let Some(enclosing) = entered else { panic!("{REENTERED}") };
+            LockScope { enclosing, guard, flush: false }
         }
 
         /// Asks for a flush of this thread's garbage once the lock is released (after retiring
@@ -217,13 +244,14 @@ mod epoch {
 
     impl Drop for LockScope<'_> {
         fn drop(&mut self) {
+            // Locked sections nest strictly (an inner one is inside a `Hash` or `Eq` call).
             let _ = HELD.try_with(|h| {
-                let mut h = h.borrow_mut();
-                if let Some(i) = h.iter().rposition(|&m| m == self.map) {
-                    h.remove(i);
+                h.top.set(self.enclosing);
+                if self.enclosing != 0 {
+                    h.depth.set(h.depth.get() - 1);
                 }
+                h.no_collect.set(h.no_collect.get() - 1);
             });
-            no_collect_exit();
             if self.flush {
                 self.guard.flush();
             }
@@ -237,7 +265,6 @@ mod epoch {
     /// `ptr` came from `Box::into_raw`, was retired once, and every guard that could still see
     /// it has been dropped (crossbeam-epoch calls this only then).
     unsafe fn destroy<T>(ptr: *mut T) {
-        let _no_collect = NoCollect::enter();
         // SAFETY: per this function's contract, this is the only owner of a live box.
         let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(ptr) })));
         if let Err(payload) = dropped {
@@ -259,14 +286,14 @@ mod epoch {
                         // No other guard of ours is alive here (each operation's guard is
                         // dropped before the next one pins; a nested one makes `repin` do
                         // nothing), so this lets the epoch move on. Not while this thread holds
-                        // a map's lock or runs a destructor (`may_collect`): the flush below
-                        // runs destructors.
+                        // a map's lock or collects (`may_collect`): the flush below runs
+                        // destructors.
                         guard.repin();
                         *ops = 0;
                         // A nested pin never collects garbage (crossbeam does that on a first
                         // pin): if this poll retired any, hand it over and collect now.
                         if RETIRED.try_with(|r| r.replace(false)).unwrap_or(false) {
-                            guard.flush();
+                            flush(guard);
                         }
                     }
                 }
@@ -319,11 +346,9 @@ mod epoch {
 
         /// Moves this thread's deferred garbage to the global queue so any thread may free it
         /// soon, and collects some (used after retiring a whole table). Does nothing while this
-        /// thread holds a map's lock or runs a deferred destructor.
+        /// thread holds a map's lock or is inside a flush already.
         pub(crate) fn flush(&self) {
-            if may_collect() {
-                self.inner.flush();
-            }
+            flush(&self.inner);
         }
     }
 
