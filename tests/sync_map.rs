@@ -861,3 +861,44 @@ fn a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking() {
     assert_eq!(m.load(&Probe { id: 3, reenter: false }), Some(3));
     assert_eq!(m.len(), 2);
 }
+
+/// Keys and values whose destructors all panic: `clear` and dropping the map still drop every
+/// one of them (two panics at once would abort), and exactly one panic reaches the caller each
+/// time.
+#[test]
+fn keys_and_values_whose_destructors_all_panic() {
+    let _w = common::watchdog("keys_and_values_whose_destructors_all_panic", USER_CODE_LIMIT);
+    /// Equal and hashed by its number; the `Arc` is held for the destructor.
+    #[derive(Clone)]
+    struct Key(u64, #[allow(dead_code)] Arc<BombKey>);
+    impl PartialEq for Key {
+        fn eq(&self, other: &Key) -> bool {
+            self.0 == other.0
+        }
+    }
+    impl Eq for Key {}
+    impl std::hash::Hash for Key {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            self.0.hash(state);
+        }
+    }
+    struct BombKey(Arc<AtomicUsize>);
+    impl Drop for BombKey {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+            panic!("BombKey::drop");
+        }
+    }
+    let (keys, values) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let m: Map<Key, Val> = Map::new();
+    for k in 0..3 {
+        m.store(Key(k, Arc::new(BombKey(keys.clone()))), bomb(&values));
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.clear()));
+    assert!(r.is_err());
+    assert_eq!((keys.load(SeqCst), values.load(SeqCst)), (3, 3));
+    m.store(Key(9, Arc::new(BombKey(keys.clone()))), bomb(&values));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(m)));
+    assert!(r.is_err());
+    assert!(drain_epoch(|| (keys.load(SeqCst), values.load(SeqCst)) == (4, 4)));
+}
