@@ -448,7 +448,9 @@ where
     /// deleted after a rebuild does); those that were nil are expunged now, unless they got a
     /// value since: those go into `dirty` too (hashing the key under the lock, as Go does for
     /// every key). Invariants 1 and 2 hold after it. Expunged entries are taken out into
-    /// `garbage`, dropped by the caller after unlocking.
+    /// `garbage`, dropped by the caller after unlocking. Stores of new keys that race here may
+    /// each make a copy; one is installed and the others are dropped: some wasted work, only
+    /// on the first new key after a promotion, in exchange for no key clone under the lock.
     #[inline(always)] // the common case is the first test
     fn amend_locked(
         &self,
