@@ -57,8 +57,8 @@ pub mod chan {
 pub mod sync {
     pub use goro_sync::Map;
     pub use goro_sync::{
-        Acquire, Lock, Mutex, MutexGuard, Once, Pool, ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard,
-        Semaphore, Wait, WaitGroup, WriteLock,
+        Acquire, AcquireOwned, AcquirePermit, Lock, Mutex, MutexGuard, Once, OwnedSemaphorePermit, Pool, ReadLock,
+        RwMutex, RwMutexReadGuard, RwMutexWriteGuard, Semaphore, SemaphorePermit, Wait, WaitGroup, WriteLock,
     };
 }
 

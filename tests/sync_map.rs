@@ -7,6 +7,8 @@
 //! Nothing sleeps to synchronize. Where memory is reclaimed by the epoch collector, a test drains
 //! it by pinning and flushing for a bounded number of rounds, never by waiting on a clock.
 
+mod common;
+
 use goro::sync::Map;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
@@ -538,4 +540,365 @@ fn values_replaced_in_gs_are_freed() {
     assert!(drain_epoch(|| live.load(SeqCst) <= 2), "{} values still alive", live.load(SeqCst));
     drop(m);
     assert!(drain_epoch(|| live.load(SeqCst) == 0));
+}
+
+// ---- user code run by the map: destructors, clones, hashes (issue 12) ----
+//
+// The map must never run user code that can call back into it while it holds its lock, and a
+// destructor that panics must surface in the caller that dropped the value, or nowhere, never in
+// an unrelated G and never as an abort. Each test below hung or aborted before the fix; the
+// watchdog turns a hang into a failure.
+
+/// The limit for one of these tests: a hang is a failure, not a stuck `cargo test`.
+const USER_CODE_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A page of an eviction-recording cache. When the cache lets go of it (a store replaced it,
+/// and the epoch collector frees the old value), its destructor records the eviction in the
+/// cache itself, under the key `(true, id)`. Pages are the cache's values; `(false, slot)`
+/// keys hold the current page of each slot.
+struct Page {
+    id: u64,
+    cache: std::sync::Weak<Cache>,
+    evicted: Arc<AtomicUsize>,
+}
+
+type Cache = Map<(bool, u64), Arc<Page>>;
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // Once the cache itself is gone (or while it is dropped) there is nothing to record.
+        if let Some(cache) = self.cache.upgrade() {
+            let marker = Page { id: self.id, cache: std::sync::Weak::new(), evicted: self.evicted.clone() };
+            cache.store((true, self.id), Arc::new(marker));
+            self.evicted.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+const PAGE_ROUNDS: u64 = 2_000;
+const PAGE_SLOTS: u64 = 8;
+
+/// One round of a worker of the cache: installs a page into one of its own slots (replacing the
+/// page installed `PAGE_SLOTS` rounds before), then processes the eviction log: takes every
+/// eviction record out of the cache into `log`. The records keep arriving as new keys, so each
+/// `range` promotes the dirty map first.
+fn page_round(cache: &Arc<Cache>, evicted: &Arc<AtomicUsize>, w: u64, r: u64, log: &mut Vec<u64>) {
+    let page = Page { id: w * 1_000_000 + r, cache: Arc::downgrade(cache), evicted: evicted.clone() };
+    cache.store((false, w * 1_000 + r % PAGE_SLOTS), Arc::new(page));
+    take_eviction_log(cache, log);
+}
+
+fn take_eviction_log(cache: &Cache, log: &mut Vec<u64>) {
+    cache.range(|k, _| {
+        if k.0 && cache.load_and_delete(k).is_some() {
+            log.push(k.1);
+        }
+        true
+    });
+}
+
+/// After the workers: every replaced page recorded its eviction once the epoch collector ran its
+/// destructor (drained here), and each record was taken from the log exactly once.
+fn check_evictions(cache: &Arc<Cache>, evicted: &AtomicUsize, workers: u64, logs: Vec<Vec<u64>>) {
+    let expected = (workers * (PAGE_ROUNDS - PAGE_SLOTS)) as usize;
+    assert!(
+        drain_epoch(|| evicted.load(SeqCst) >= expected),
+        "{} of {expected} evictions recorded",
+        evicted.load(SeqCst)
+    );
+    assert_eq!(evicted.load(SeqCst), expected);
+    let mut log: Vec<u64> = logs.into_iter().flatten().collect();
+    take_eviction_log(cache, &mut log);
+    log.sort_unstable();
+    let all: Vec<u64> =
+        (0..workers).flat_map(|w| (0..PAGE_ROUNDS - PAGE_SLOTS).map(move |r| w * 1_000_000 + r)).collect();
+    assert_eq!(log, all, "every eviction is recorded once");
+}
+
+/// Issue 12: a value whose `Drop` stores into the same map deadlocked the thread that ran the
+/// epoch collector while holding the map's lock (a promotion flushed the garbage under it).
+#[test]
+fn eviction_recording_cache_on_threads() {
+    let _w = common::watchdog("eviction_recording_cache_on_threads", USER_CODE_LIMIT);
+    let cache: Arc<Cache> = Arc::new(Map::new());
+    let evicted = Arc::new(AtomicUsize::new(0));
+    let ts: Vec<_> = (0..2u64)
+        .map(|w| {
+            let (cache, evicted) = (cache.clone(), evicted.clone());
+            thread::spawn(move || {
+                let mut log = Vec::new();
+                for r in 0..PAGE_ROUNDS {
+                    page_round(&cache, &evicted, w, r, &mut log);
+                }
+                log
+            })
+        })
+        .collect();
+    let logs = ts.into_iter().map(|t| t.join().unwrap()).collect();
+    check_evictions(&cache, &evicted, 2, logs);
+}
+
+/// The same cache used by Gs (each M keeps its thread pinned for a poll and collects as it
+/// re-pins).
+#[test]
+fn eviction_recording_cache_on_gs() {
+    let _w = common::watchdog("eviction_recording_cache_on_gs", USER_CODE_LIMIT);
+    let cache: Arc<Cache> = Arc::new(Map::new());
+    let evicted = Arc::new(AtomicUsize::new(0));
+    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let (c, e) = (cache.clone(), evicted.clone());
+    let logs = rt.block_on(async move {
+        let hs: Vec<_> = (0..4u64)
+            .map(|w| {
+                let (cache, evicted) = (c.clone(), e.clone());
+                goro::go(async move {
+                    let mut log = Vec::new();
+                    for r in 0..PAGE_ROUNDS {
+                        page_round(&cache, &evicted, w, r, &mut log);
+                        if r % 16 == 0 {
+                            goro::yield_now().await;
+                        }
+                    }
+                    log
+                })
+            })
+            .collect();
+        let mut logs = Vec::new();
+        for h in hs {
+            logs.push(h.await.unwrap());
+        }
+        logs
+    });
+    drop(rt);
+    check_evictions(&cache, &evicted, 4, logs);
+}
+
+/// A value whose destructor panics, counting its drops first.
+#[derive(Clone)]
+enum Val {
+    Plain(u64),
+    Bomb(#[allow(dead_code)] Arc<Bomb>), // held for its destructor
+}
+
+struct Bomb(Arc<AtomicUsize>);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+        panic!("Bomb::drop");
+    }
+}
+
+fn bomb(dropped: &Arc<AtomicUsize>) -> Val {
+    Val::Bomb(Arc::new(Bomb(dropped.clone())))
+}
+
+/// Issue 12: a replaced value's destructor runs when the epoch collector gets to it, in whatever
+/// G or thread happens to collect; its panic must not land there. Gs that never touch the
+/// panicking values do loads and stores (which collect garbage) and must all finish normally,
+/// and draining the collector afterwards must not panic either.
+#[test]
+fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
+    const BOMBS: u64 = 2_000;
+    let _w = common::watchdog("a_panicking_destructor_does_not_land_in_an_unrelated_g", USER_CODE_LIMIT);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let m: Arc<Map<u64, Val>> = Arc::new(Map::new());
+    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let (mm, d) = (m.clone(), dropped.clone());
+    let results = rt.block_on(async move {
+        let bomber = {
+            let (m, d) = (mm.clone(), d.clone());
+            goro::go(async move {
+                for i in 0..BOMBS {
+                    m.store(i % 16, bomb(&d)); // replaces the bomb stored 16 rounds ago
+                    if i % 32 == 0 {
+                        goro::yield_now().await;
+                    }
+                }
+                for k in 0..16 {
+                    m.store(k, Val::Plain(k)); // the last bombs go too
+                }
+            })
+        };
+        let bystanders: Vec<_> = (0..3u64)
+            .map(|g| {
+                let m = mm.clone();
+                goro::go(async move {
+                    for i in 0..20_000u64 {
+                        let k = 1_000 + g * 100 + i % 50;
+                        m.store(k, Val::Plain(i));
+                        assert!(m.load(&(k + 10_000)).is_none());
+                        if i % 64 == 0 {
+                            goro::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut results = vec![bomber.await.map(|_| ())];
+        for h in bystanders {
+            results.push(h.await.map(|_| ()));
+        }
+        results
+    });
+    drop(rt);
+    for (i, r) in results.into_iter().enumerate() {
+        if let Err(e) = r {
+            panic!("G {i} (which never dropped a Bomb itself) failed: {e:?}");
+        }
+    }
+    assert!(
+        drain_epoch(|| dropped.load(SeqCst) == BOMBS as usize),
+        "{} of {BOMBS} bombs dropped",
+        dropped.load(SeqCst)
+    );
+    m.store(1, Val::Plain(1));
+    assert!(matches!(m.load(&1), Some(Val::Plain(1))));
+}
+
+/// `clear` drops the values that only the dirty map held itself, in the caller: every one of
+/// them is dropped even when several destructors panic, the first panic reaches the caller, and
+/// the map stays usable (no poisoned or held lock). Before the fix the first panic left the
+/// other values leaked.
+#[test]
+fn clear_drops_every_value_and_surfaces_a_destructor_panic() {
+    let _w = common::watchdog("clear_drops_every_value_and_surfaces_a_destructor_panic", USER_CODE_LIMIT);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let m: Map<u64, Val> = Map::new();
+    for k in 0..3 {
+        m.store(k, bomb(&dropped)); // new keys: in the dirty map only
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.clear()));
+    let payload = r.expect_err("clear must surface the destructor's panic");
+    assert_eq!(common::panic_message(&*payload), "Bomb::drop");
+    assert_eq!(dropped.load(SeqCst), 3, "every value is dropped");
+    assert!(m.is_empty());
+    m.store(7, Val::Plain(7));
+    assert!(matches!(m.load(&7), Some(Val::Plain(7))));
+    assert_eq!(m.len(), 1);
+    m.clear();
+    assert!(m.is_empty());
+}
+
+/// Dropping a map whose values' destructors panic: every value is dropped, and one panic reaches
+/// the code that dropped the map. Before the fix the second panic aborted the process.
+#[test]
+fn dropping_a_map_with_panicking_values_panics_once() {
+    let _w = common::watchdog("dropping_a_map_with_panicking_values_panics_once", USER_CODE_LIMIT);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let m: Map<u64, Val> = Map::new();
+    for k in 0..2 {
+        m.store(k, bomb(&dropped));
+    }
+    m.range(|_, _| true); // promote: these two are in the read snapshot
+    for k in 2..4 {
+        m.store(k, bomb(&dropped)); // and these in the dirty map only
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(m)));
+    let payload = r.expect_err("dropping the map must surface a destructor's panic");
+    assert_eq!(common::panic_message(&*payload), "Bomb::drop");
+    assert!(drain_epoch(|| dropped.load(SeqCst) == 4), "{} of 4 values dropped", dropped.load(SeqCst));
+}
+
+/// A value whose `Clone` consults the map it lives in (a registry whose entries look up their
+/// siblings). `load_or_store` of a new key returns a clone of the value it stored: before the
+/// fix it cloned under the map's lock, and the clone's own lookup of an absent key, which takes
+/// that lock, deadlocked the thread.
+#[test]
+fn a_value_whose_clone_reads_the_map() {
+    let _w = common::watchdog("a_value_whose_clone_reads_the_map", USER_CODE_LIMIT);
+    static REGISTRY: std::sync::OnceLock<Map<u64, Sibling>> = std::sync::OnceLock::new();
+    struct Sibling(u64);
+    impl Clone for Sibling {
+        fn clone(&self) -> Sibling {
+            let m = REGISTRY.get().unwrap();
+            assert!(m.load(&u64::MAX).is_none()); // an absent key: the locked path once amended
+            Sibling(self.0)
+        }
+    }
+    let m = REGISTRY.get_or_init(Map::new);
+    for k in 0..100u64 {
+        let (v, loaded) = m.load_or_store(k, Sibling(k));
+        assert_eq!((v.0, loaded), (k, false));
+        let (v, loaded) = m.load_or_store(k, Sibling(k + 1));
+        assert_eq!((v.0, loaded), (k, true));
+        assert_eq!(m.swap(k, Sibling(k + 2)).map(|v| v.0), Some(k));
+    }
+    assert_eq!(m.len(), 100);
+}
+
+/// A key whose `Hash` calls back into the same map. Hashing a key for the dirty map happens
+/// under the map's lock (it is how the dirty `HashMap` finds the key), so such a call cannot be
+/// served: it panics with a message that says so, instead of deadlocking the thread, and the map
+/// stays usable.
+#[test]
+fn a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking() {
+    let _w = common::watchdog("a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking", USER_CODE_LIMIT);
+    static MAP: std::sync::OnceLock<Map<Probe, u64>> = std::sync::OnceLock::new();
+    #[derive(Clone, PartialEq, Eq)]
+    struct Probe {
+        id: u64,
+        reenter: bool,
+    }
+    impl std::hash::Hash for Probe {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            if self.reenter {
+                // An absent key while the read snapshot is amended: the locked path.
+                assert_eq!(MAP.get().unwrap().load(&Probe { id: u64::MAX, reenter: false }), None);
+            }
+            self.id.hash(state);
+        }
+    }
+    let m = MAP.get_or_init(Map::new);
+    m.store(Probe { id: 1, reenter: false }, 1); // a new key: the read snapshot is amended
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.load(&Probe { id: 2, reenter: true })));
+    let payload = r.expect_err("a re-entrant Hash must panic");
+    let msg = common::panic_message(&*payload);
+    assert!(msg.contains("re-entered"), "unexpected panic message: {msg}");
+    // The lock was released and nothing is poisoned.
+    m.store(Probe { id: 3, reenter: false }, 3);
+    assert_eq!(m.load(&Probe { id: 1, reenter: false }), Some(1));
+    assert_eq!(m.load(&Probe { id: 3, reenter: false }), Some(3));
+    assert_eq!(m.len(), 2);
+}
+
+/// Keys and values whose destructors all panic: `clear` and dropping the map still drop every
+/// one of them (two panics at once would abort), and exactly one panic reaches the caller each
+/// time.
+#[test]
+fn keys_and_values_whose_destructors_all_panic() {
+    let _w = common::watchdog("keys_and_values_whose_destructors_all_panic", USER_CODE_LIMIT);
+    /// Equal and hashed by its number; the `Arc` is held for the destructor.
+    #[derive(Clone)]
+    struct Key(u64, #[allow(dead_code)] Arc<BombKey>);
+    impl PartialEq for Key {
+        fn eq(&self, other: &Key) -> bool {
+            self.0 == other.0
+        }
+    }
+    impl Eq for Key {}
+    impl std::hash::Hash for Key {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            self.0.hash(state);
+        }
+    }
+    struct BombKey(Arc<AtomicUsize>);
+    impl Drop for BombKey {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+            panic!("BombKey::drop");
+        }
+    }
+    let (keys, values) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let m: Map<Key, Val> = Map::new();
+    for k in 0..3 {
+        m.store(Key(k, Arc::new(BombKey(keys.clone()))), bomb(&values));
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.clear()));
+    assert!(r.is_err());
+    assert_eq!((keys.load(SeqCst), values.load(SeqCst)), (3, 3));
+    m.store(Key(9, Arc::new(BombKey(keys.clone()))), bomb(&values));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(m)));
+    assert!(r.is_err());
+    assert!(drain_epoch(|| (keys.load(SeqCst), values.load(SeqCst)) == (4, 4)));
 }

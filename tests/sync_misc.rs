@@ -546,6 +546,150 @@ fn semaphore_send_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Semaphore>();
     assert_send_sync::<goro::sync::Acquire<'static>>();
+    assert_send_sync::<goro::sync::AcquirePermit<'static>>();
+    assert_send_sync::<goro::sync::AcquireOwned>();
+    assert_send_sync::<goro::sync::SemaphorePermit<'static>>();
+    assert_send_sync::<goro::sync::OwnedSemaphorePermit>();
     assert_eq!(Semaphore::new(0).size(), 0);
     assert!(Semaphore::new(0).try_acquire(0));
+}
+
+// ---- permits of aborted and cancelled Gs (issue 12) ----
+
+const POOL: usize = 3;
+const JOBS: usize = 12;
+/// The job that never finishes, so that its G has to be aborted or cancelled.
+const STUCK: usize = 4;
+
+/// One worker of the pool: holds `permit` while it runs its job; job `STUCK` hangs (a peer that
+/// never answers) after saying so.
+async fn pool_worker<P>(job: usize, permit: P, stuck: Arc<Event>, done: Arc<AtomicUsize>) {
+    let _permit = permit; // released when the worker ends, however it ends
+    goro::yield_now().await;
+    if job == STUCK {
+        stuck.set();
+        std::future::pending::<()>().await;
+    }
+    done.fetch_add(1, SeqCst);
+}
+
+/// x/sync's worker-pool example: a dispatcher takes a permit per job and hands it to the job's
+/// G, and acquiring every permit at the end waits for the pool to drain. One job gets stuck and
+/// the dispatcher aborts its G (`JoinHandle::abort`): its permit, held in a guard, comes back,
+/// so the pool keeps its size and the final acquire returns. (With Go's pair, `release` at the
+/// end of the worker never runs: see `semaphore_go_pair_loses_the_permits_of_an_aborted_g`.)
+#[test]
+fn semaphore_guard_returns_the_permit_of_an_aborted_worker() {
+    let _w = watchdog("semaphore_guard_returns_the_permit_of_an_aborted_worker", LIMIT);
+    rt(2).block_on(async {
+        let sem = Arc::new(Semaphore::new(POOL));
+        let (stuck, done) = (Event::new(), Arc::new(AtomicUsize::new(0)));
+        let mut workers = Vec::new();
+        for job in 0..JOBS {
+            let permit = sem.clone().acquire_owned(1).await;
+            workers.push(goro::go(pool_worker(job, permit, stuck.clone(), done.clone())));
+        }
+        stuck.wait().await;
+        workers[STUCK].abort();
+        // Drain the pool: every permit, the aborted worker's too.
+        let all = sem.acquire_guard(POOL).await;
+        assert_eq!(done.load(SeqCst), JOBS - 1);
+        drop(all);
+        for (job, w) in workers.into_iter().enumerate() {
+            let r = w.await;
+            assert_eq!(r.is_err(), job == STUCK, "job {job}: {r:?}");
+        }
+        assert_eq!(sem.available(), POOL);
+    });
+}
+
+/// The same pool shut down through a context: every worker runs its job under
+/// `ctx.or_done(..)` and takes its permit inside it (with `acquire_guard`); once a job is stuck
+/// the dispatcher cancels the context, which drops the jobs still running or waiting for a
+/// permit. Every permit comes back, and an acquirer waiting for the whole pool proceeds.
+#[test]
+fn semaphore_guard_returns_the_permits_of_workers_cancelled_by_or_done() {
+    let _w = watchdog("semaphore_guard_returns_the_permits_of_workers_cancelled_by_or_done", LIMIT);
+    rt(2).block_on(async {
+        let sem = Arc::new(Semaphore::new(POOL));
+        let (ctx, cancel) = goro::context::with_cancel(&goro::context::Context::background());
+        let (stuck, done) = (Event::new(), Arc::new(AtomicUsize::new(0)));
+        let workers: Vec<_> = (0..JOBS)
+            .map(|job| {
+                let (sem, ctx, stuck, done) = (sem.clone(), ctx.clone(), stuck.clone(), done.clone());
+                goro::go(async move {
+                    ctx.or_done(async {
+                        let permit = sem.acquire_guard(1).await;
+                        pool_worker(job, permit, stuck, done).await
+                    })
+                    .await
+                })
+            })
+            .collect();
+        stuck.wait().await;
+        cancel();
+        let mut cancelled = 0;
+        for w in workers {
+            if w.await.unwrap().is_err() {
+                cancelled += 1;
+            }
+        }
+        assert!(cancelled >= 1, "the stuck job ends by cancellation");
+        assert_eq!(done.load(SeqCst) + cancelled, JOBS);
+        let all = sem.acquire_guard(POOL).await;
+        assert_eq!(all.permits(), POOL);
+    });
+}
+
+/// Guards on plain threads and through `try_acquire_guard`, and `forget`, which keeps the
+/// permits held like Go's `acquire`.
+#[test]
+fn semaphore_guards_blocking_try_and_forget() {
+    let _w = watchdog("semaphore_guards_blocking_try_and_forget", LIMIT);
+    let sem = Arc::new(Semaphore::new(2));
+    let a = sem.acquire_guard_blocking(1);
+    let b = sem.clone().acquire_owned_blocking(1);
+    assert!(sem.try_acquire_guard(1).is_none());
+    assert!(sem.clone().try_acquire_owned(1).is_none());
+    let t = std::thread::spawn(move || drop(b)); // an owned permit released on another thread
+    t.join().unwrap();
+    let c = sem.try_acquire_guard(1).expect("b's permit is back");
+    assert_eq!((a.permits(), c.permits()), (1, 1));
+    c.forget();
+    drop(a);
+    assert_eq!(sem.available(), 1, "a forgotten permit stays held");
+    sem.release(1);
+    // A panicking holder gives its permits back too.
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let _p = sem.acquire_guard_blocking(2);
+        panic!("holder panics");
+    }));
+    assert!(r.is_err());
+    assert_eq!(sem.available(), 2);
+}
+
+/// Go's pair cannot give back what an aborted G held: the permits are lost for good (the reason
+/// the guards exist; the docs say which to use when).
+#[test]
+fn semaphore_go_pair_loses_the_permits_of_an_aborted_g() {
+    let _w = watchdog("semaphore_go_pair_loses_the_permits_of_an_aborted_g", LIMIT);
+    rt(2).block_on(async {
+        let sem = Arc::new(Semaphore::new(2));
+        let holding = Event::new();
+        let h = {
+            let (sem, holding) = (sem.clone(), holding.clone());
+            goro::go(async move {
+                sem.acquire(2).await;
+                holding.set();
+                std::future::pending::<()>().await;
+                sem.release(2); // never runs
+            })
+        };
+        holding.wait().await;
+        h.abort();
+        assert!(h.await.unwrap_err().is_cancelled());
+        assert_eq!(sem.available(), 0, "the aborted G's permits are gone");
+        assert!(!sem.try_acquire(1));
+        sem.release(2); // only someone who knows can put them back
+    });
 }

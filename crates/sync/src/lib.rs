@@ -17,6 +17,13 @@
 //!
 //! Every future here may be dropped at any await point: a dropped future never loses a wake-up
 //! or a permit (each method's docs say how).
+//!
+//! What a finished acquire returned is the caller's to give back. Guards (`MutexGuard`, the
+//! `RwMutex` guards, [`SemaphorePermit`], [`OwnedSemaphorePermit`]) give it back when dropped,
+//! also when their G is aborted or their future is cancelled (by `ctx.or_done`, a timeout or a
+//! `select!`). Go's pairs do not: a `Semaphore::acquire` whose `release` never runs loses its
+//! permits for good, so hold permits with [`Semaphore::acquire_guard`] or
+//! [`Semaphore::acquire_owned`] wherever the holder can be aborted or cancelled.
 
 #![warn(missing_docs)]
 
@@ -40,5 +47,5 @@ pub use mutex::{Lock, Mutex, MutexGuard};
 pub use once::Once;
 pub use pool::Pool;
 pub use rwmutex::{ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, WriteLock};
-pub use semaphore::{Acquire, Semaphore};
+pub use semaphore::{Acquire, AcquireOwned, AcquirePermit, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 pub use waitgroup::{Wait, WaitGroup};

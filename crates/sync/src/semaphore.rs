@@ -36,6 +36,11 @@
 //! front; by 3. it is a no-op otherwise) and clears `QUEUED` if the list is empty. One that was
 //! granted but dropped before it returned gives its permits back with [`Semaphore::release`]:
 //! a dropped future never loses a permit or a wake-up.
+//!
+//! Permits that an acquire *returned* are the caller's. With Go's pair (`acquire`, then
+//! `release`) they come back only if `release` runs; a G aborted, or a future dropped, in
+//! between loses them for good. The guards ([`SemaphorePermit`], [`OwnedSemaphorePermit`])
+//! release in their `Drop`, which runs however the holder ends.
 
 use crate::loom::{AtomicUsize, Ordering::*};
 use crate::waitlist::{Locked, Node, WaitList, WakeBatch, WAITING};
@@ -43,6 +48,7 @@ use goro_runtime::WaitReason;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Bit 0 of the state: somebody is queued (see the module docs).
@@ -61,12 +67,28 @@ const GRANTED: u8 = 1;
 /// Unlike x/sync there is no `Context` argument: to give up, drop the future (in a `select!`, or
 /// with a timeout); that is always safe (see [`acquire`](Semaphore::acquire)).
 ///
+/// # Which acquire to use
+///
+/// - **Go's pair**, [`acquire`](Semaphore::acquire) then [`release`](Semaphore::release), as
+///   in x/sync: fine when the code between them always runs to the end. If the G is aborted
+///   ([`JoinHandle::abort`](goro_runtime::JoinHandle::abort)), or the future holding the permits
+///   is dropped (cancelled by `ctx.or_done(..)`, a timeout, a `select!` that picked another
+///   case, a panic), `release` never runs and **the permits are lost for good**: the semaphore
+///   stays smaller, and once all are lost every later acquire waits forever.
+/// - **A guard**, [`acquire_guard`](Semaphore::acquire_guard) (borrowing the semaphore) or
+///   [`acquire_owned`](Semaphore::acquire_owned) (holding an `Arc` of it, to move into another
+///   G): the permits are released when the guard is dropped, however its holder ends. Use a
+///   guard whenever the holder can be aborted or cancelled, and whenever it may panic.
+///   [`SemaphorePermit::forget`] keeps the permits held (give them back with `release`).
+///
+/// The two mix freely: a guard's drop is a `release`.
+///
 /// ```
 /// use goro::sync::Semaphore;
 /// use std::sync::Arc;
 ///
 /// goro::run(async {
-///     // At most 2 of the 8 workers run at once.
+///     // At most 2 of the 8 workers run at once (Go's pair; see the guard example below).
 ///     let sem = Arc::new(Semaphore::new(2));
 ///     let hs: Vec<_> = (0..8)
 ///         .map(|i| {
@@ -85,6 +107,34 @@ const GRANTED: u8 = 1;
 ///     }
 ///     assert_eq!(sum, 140);
 ///     assert_eq!(sem.available(), 2);
+/// });
+/// ```
+///
+/// The same pool when a worker may be cancelled: the guard gives its permit back.
+///
+/// ```
+/// use goro::context::{self, Context};
+/// use goro::sync::Semaphore;
+/// use std::sync::Arc;
+///
+/// goro::run(async {
+///     let sem = Arc::new(Semaphore::new(2));
+///     let (ctx, cancel) = context::with_cancel(&Context::background());
+///     let stuck = {
+///         let (sem, ctx) = (sem.clone(), ctx.clone());
+///         goro::go(async move {
+///             ctx.or_done(async {
+///                 let _permit = sem.acquire_guard(1).await; // released however this ends
+///                 std::future::pending::<()>().await // a job that never finishes
+///             })
+///             .await
+///         })
+///     };
+///     goro::yield_now().await;
+///     cancel(); // `or_done` drops the job, and the guard with it
+///     assert!(stuck.await.unwrap().is_err());
+///     let both = sem.acquire_guard(2).await; // both permits are back
+///     assert_eq!(both.permits(), 2);
 /// });
 /// ```
 pub struct Semaphore {
@@ -196,6 +246,135 @@ impl Semaphore {
     /// ```
     pub fn try_acquire(&self, k: usize) -> bool {
         k <= self.size && self.try_take(k)
+    }
+
+    /// [`acquire(k)`](Semaphore::acquire), returning the permits as a guard that releases them
+    /// when dropped: use it when the G holding them can be aborted or cancelled (see "Which
+    /// acquire to use" above). The future is cancel-safe like `acquire`'s.
+    ///
+    /// # Panics
+    /// If `k > self.size()`.
+    ///
+    /// ```
+    /// goro::run(async {
+    ///     let sem = goro::sync::Semaphore::new(3);
+    ///     {
+    ///         let permit = sem.acquire_guard(2).await;
+    ///         assert_eq!((permit.permits(), sem.available()), (2, 1));
+    ///     } // dropped: released
+    ///     assert_eq!(sem.available(), 3);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn acquire_guard(&self, k: usize) -> AcquirePermit<'_> {
+        AcquirePermit { acquire: self.acquire(k) }
+    }
+
+    /// [`try_acquire(k)`](Semaphore::try_acquire), returning the permits as a guard that
+    /// releases them when dropped; `None` (and nothing changed) if they are not available, if
+    /// somebody is waiting, or if `k > self.size()`.
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(2);
+    /// let a = sem.try_acquire_guard(2).expect("free");
+    /// assert!(sem.try_acquire_guard(1).is_none());
+    /// drop(a);
+    /// assert!(sem.try_acquire_guard(1).is_some());
+    /// ```
+    pub fn try_acquire_guard(&self, k: usize) -> Option<SemaphorePermit<'_>> {
+        self.try_acquire(k).then(|| SemaphorePermit { sem: self, k })
+    }
+
+    /// Blocks the calling thread until it has taken `k` permits, returned as a guard:
+    /// [`acquire_guard`](Semaphore::acquire_guard) for plain threads.
+    ///
+    /// # Panics
+    /// If `k > self.size()`.
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(1);
+    /// let permit = sem.acquire_guard_blocking(1);
+    /// assert_eq!(sem.available(), 0);
+    /// drop(permit);
+    /// assert_eq!(sem.available(), 1);
+    /// ```
+    #[track_caller]
+    pub fn acquire_guard_blocking(&self, k: usize) -> SemaphorePermit<'_> {
+        goro_runtime::block_on_thread(self.acquire_guard(k))
+    }
+
+    /// [`acquire_guard`](Semaphore::acquire_guard) for a semaphore in an `Arc`: the guard holds
+    /// a clone of the `Arc`, so it is `'static` and can move into another G. This is Go's
+    /// worker-pool shape (acquire in the loop that hands out jobs, release in the worker) with
+    /// the release in the guard's drop.
+    ///
+    /// # Panics
+    /// If `k > self.size()`.
+    ///
+    /// ```
+    /// use goro::sync::Semaphore;
+    /// use std::sync::Arc;
+    ///
+    /// goro::run(async {
+    ///     let sem = Arc::new(Semaphore::new(2));
+    ///     let mut workers = Vec::new();
+    ///     for job in 0..6u64 {
+    ///         // At most 2 jobs in flight: wait for a permit before starting the next.
+    ///         let permit = sem.clone().acquire_owned(1).await;
+    ///         workers.push(goro::go(async move {
+    ///             let _permit = permit; // released when this worker ends, however it ends
+    ///             job * 2
+    ///         }));
+    ///     }
+    ///     let mut sum = 0;
+    ///     for w in workers {
+    ///         sum += w.await.unwrap();
+    ///     }
+    ///     assert_eq!((sum, sem.available()), (30, 2));
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn acquire_owned(self: Arc<Self>, k: usize) -> AcquireOwned {
+        self.check_weight(k);
+        AcquireOwned { sem: self, k, op: AcquireOp::new() }
+    }
+
+    /// [`try_acquire_guard`](Semaphore::try_acquire_guard) for a semaphore in an `Arc`: `None`
+    /// (dropping this `Arc`) if the permits are not available right now.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let permit = sem.clone().try_acquire_owned(1).expect("free");
+    /// assert!(sem.clone().try_acquire_owned(1).is_none());
+    /// drop(permit);
+    /// assert_eq!(sem.available(), 1);
+    /// ```
+    pub fn try_acquire_owned(self: Arc<Self>, k: usize) -> Option<OwnedSemaphorePermit> {
+        if self.try_acquire(k) {
+            Some(OwnedSemaphorePermit { sem: self, k })
+        } else {
+            None
+        }
+    }
+
+    /// Blocks the calling thread until it has taken `k` permits, returned as an owned guard:
+    /// [`acquire_owned`](Semaphore::acquire_owned) for plain threads.
+    ///
+    /// # Panics
+    /// If `k > self.size()`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let permit = sem.clone().acquire_owned_blocking(1);
+    /// let t = std::thread::spawn(move || drop(permit)); // released on another thread
+    /// t.join().unwrap();
+    /// assert_eq!(sem.available(), 1);
+    /// ```
+    #[track_caller]
+    pub fn acquire_owned_blocking(self: Arc<Self>, k: usize) -> OwnedSemaphorePermit {
+        goro_runtime::block_on_thread(self.acquire_owned(k))
     }
 
     /// Gives back `k` permits, letting waiters through in order while they fit (x/sync's
@@ -443,5 +622,184 @@ impl Drop for Acquire<'_> {
 impl fmt::Debug for Acquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Acquire").field("k", &self.k).field("queued", &self.op.queued).finish()
+    }
+}
+
+/// The future of [`Semaphore::acquire_guard`]: completes with a [`SemaphorePermit`] once the
+/// caller holds the permits.
+///
+/// Cancel-safe: dropping it never loses a permit or a wake-up (see [`Semaphore::acquire`]).
+#[must_use = "futures do nothing unless you `.await` them"]
+pub struct AcquirePermit<'a> {
+    acquire: Acquire<'a>,
+}
+
+impl<'a> Future for AcquirePermit<'a> {
+    type Output = SemaphorePermit<'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
+        // SAFETY: `acquire` is pinned structurally: it is never moved out of the pinned future,
+        // and `AcquirePermit` has no `Drop` of its own that could move it.
+        let acquire = unsafe { self.map_unchecked_mut(|this| &mut this.acquire) };
+        let (sem, k) = (acquire.sem, acquire.k);
+        acquire.poll(cx).map(|()| SemaphorePermit { sem, k })
+    }
+}
+
+impl fmt::Debug for AcquirePermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquirePermit").field("k", &self.acquire.k).field("queued", &self.acquire.op.queued).finish()
+    }
+}
+
+/// The future of [`Semaphore::acquire_owned`]: completes with an [`OwnedSemaphorePermit`] once
+/// the caller holds the permits.
+///
+/// Cancel-safe: dropping it never loses a permit or a wake-up (see [`Semaphore::acquire`]).
+#[must_use = "futures do nothing unless you `.await` them"]
+pub struct AcquireOwned {
+    sem: Arc<Semaphore>,
+    k: usize,
+    op: AcquireOp,
+}
+
+impl Future for AcquireOwned {
+    type Output = OwnedSemaphorePermit;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<OwnedSemaphorePermit> {
+        // SAFETY: nothing is moved out of the pinned future.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: `op` is pinned inside this future and always used with the same semaphore
+        // (the `Arc`'s, which does not move) and `this.k` (`k <= size`, checked by
+        // `Semaphore::acquire_owned`).
+        let polled = unsafe { this.op.poll(&this.sem, this.k, WaitReason::SemAcquire, cx) };
+        polled.map(|()| OwnedSemaphorePermit { sem: Arc::clone(&this.sem), k: this.k })
+    }
+}
+
+impl Drop for AcquireOwned {
+    fn drop(&mut self) {
+        // SAFETY: dropped in place: `op` has not moved since it was pinned; same `sem` and `k`.
+        unsafe { self.op.cancel(&self.sem, self.k) }
+    }
+}
+
+impl fmt::Debug for AcquireOwned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquireOwned").field("k", &self.k).field("queued", &self.op.queued).finish()
+    }
+}
+
+/// Permits of a [`Semaphore`], held until this guard is dropped, which releases them (however
+/// its holder ends: normally, by a panic, or because its G was aborted or its future dropped).
+/// From [`Semaphore::acquire_guard`], [`try_acquire_guard`](Semaphore::try_acquire_guard) and
+/// [`acquire_guard_blocking`](Semaphore::acquire_guard_blocking).
+///
+/// `Send` and `Sync`: a G holding one may move between threads, and the guard may be dropped on
+/// any thread.
+#[must_use = "the permits are released as soon as the guard is dropped"]
+pub struct SemaphorePermit<'a> {
+    sem: &'a Semaphore,
+    k: usize,
+}
+
+impl<'a> SemaphorePermit<'a> {
+    /// The number of permits this guard holds.
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(4);
+    /// assert_eq!(sem.try_acquire_guard(3).unwrap().permits(), 3);
+    /// ```
+    pub fn permits(&self) -> usize {
+        self.k
+    }
+
+    /// The semaphore the permits belong to.
+    pub fn semaphore(&self) -> &'a Semaphore {
+        self.sem
+    }
+
+    /// Keeps the permits held without the guard (tokio's `forget`): they are not released
+    /// when it goes. Give them back later with [`Semaphore::release`], as after Go's
+    /// `acquire`.
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(2);
+    /// sem.try_acquire_guard(2).unwrap().forget();
+    /// assert_eq!(sem.available(), 0);
+    /// sem.release(2);
+    /// assert_eq!(sem.available(), 2);
+    /// ```
+    pub fn forget(mut self) {
+        self.k = 0;
+    }
+}
+
+impl Drop for SemaphorePermit<'_> {
+    fn drop(&mut self) {
+        if self.k > 0 {
+            self.sem.release(self.k);
+        }
+    }
+}
+
+impl fmt::Debug for SemaphorePermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemaphorePermit").field("permits", &self.k).finish()
+    }
+}
+
+/// Permits of a [`Semaphore`] in an `Arc`, held until this guard is dropped, which releases them
+/// (however its holder ends). `'static`: it may move into another G or thread. From
+/// [`Semaphore::acquire_owned`], [`try_acquire_owned`](Semaphore::try_acquire_owned) and
+/// [`acquire_owned_blocking`](Semaphore::acquire_owned_blocking).
+#[must_use = "the permits are released as soon as the guard is dropped"]
+pub struct OwnedSemaphorePermit {
+    sem: Arc<Semaphore>,
+    k: usize,
+}
+
+impl OwnedSemaphorePermit {
+    /// The number of permits this guard holds.
+    ///
+    /// ```
+    /// let sem = std::sync::Arc::new(goro::sync::Semaphore::new(4));
+    /// assert_eq!(sem.try_acquire_owned(3).unwrap().permits(), 3);
+    /// ```
+    pub fn permits(&self) -> usize {
+        self.k
+    }
+
+    /// The semaphore the permits belong to.
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.sem
+    }
+
+    /// Keeps the permits held without the guard: they are not released when it goes (the
+    /// guard's `Arc` is dropped). Give them back later with [`Semaphore::release`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(2));
+    /// sem.clone().try_acquire_owned(2).unwrap().forget();
+    /// assert_eq!((sem.available(), Arc::strong_count(&sem)), (0, 1));
+    /// sem.release(2);
+    /// ```
+    pub fn forget(mut self) {
+        self.k = 0;
+    }
+}
+
+impl Drop for OwnedSemaphorePermit {
+    fn drop(&mut self) {
+        if self.k > 0 {
+            self.sem.release(self.k);
+        }
+    }
+}
+
+impl fmt::Debug for OwnedSemaphorePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedSemaphorePermit").field("permits", &self.k).finish()
     }
 }

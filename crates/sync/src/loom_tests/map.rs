@@ -18,8 +18,8 @@
 //! | mutation | caught by |
 //! |---|---|
 //! | store to an expunged entry unexpunges it but does not put it back into `dirty` | store_races_expunge, swap_delete_race_rebuild |
-//! | `dirtyLocked` drops nil entries from `dirty` without expunging them | store_races_expunge, load_or_store_deleted_key_races_expunge, three_way_promotion, swap_delete_race_rebuild |
-//! | `dirtyLocked` expunges nil entries but still copies them into `dirty` | store_races_expunge, load_or_store_deleted_key_races_expunge, three_way_promotion, swap_delete_race_rebuild |
+//! | the dirty rebuild (`amend_locked`) leaves out of `dirty` an entry that was nil when copied but got a value before the install | store_races_expunge, load_or_store_deleted_key_races_expunge, swap_delete_race_rebuild |
+//! | the dirty rebuild expunges nil entries but still puts them into `dirty` | store_races_expunge, load_or_store_deleted_key_races_expunge, three_way_promotion, swap_delete_race_rebuild, two_rebuilds_race |
 //! | `trySwap` stores into an expunged entry | store_races_expunge, swap_delete_race_rebuild |
 //! | `load`'s locked path does not look at `read` again | load_across_promotion_and_rebuild, delete_races_promotion, three_way_promotion |
 //! | `tryLoadOrStore` checks for nil, then stores (no CAS) | load_or_store_deleted_key_races_expunge |
@@ -29,6 +29,7 @@
 //! | `read` published and loaded `Relaxed` | ten models (causality) |
 //! | `store_read_locked` retires the new snapshot instead of the old | every model (use after reclamation) |
 //! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
+//! | the dirty copy (made without the lock) is installed without checking that `read.m` is still the table it copied | rebuild_races_clear |
 
 use crate::Map;
 use loom::sync::Arc;
@@ -360,6 +361,49 @@ fn loom_map_swap_delete_race_rebuild() {
                 (None, Some(0)) => assert_eq!(keys(m), vec![(1, 1), (2, 2)]),
                 r => panic!("not linearizable: {r:?}"),
             }
+        },
+    );
+}
+
+/// Two stores of new keys after a promotion, with a deleted (nil) key in `read`: both find no
+/// `dirty`, so both copy `read.m` without the lock; the first to relock installs its copy
+/// (expunging key 1) and the other finds `dirty` built and drops its own copy. Neither new
+/// key is lost, and key 1 stays deleted.
+#[test]
+fn loom_map_two_rebuilds_race() {
+    race(
+        |m| {
+            m.store(1, 10);
+            m.store(2, 20);
+            promote(m);
+            m.delete(&1);
+        },
+        |m| m.store(3, 30),
+        |m| m.store(4, 40),
+        |m, (), ()| {
+            assert_eq!(m.load(&1), None);
+            assert_eq!(keys(m), vec![(2, 20), (3, 30), (4, 40)]);
+        },
+    );
+}
+
+/// A store of a new key copies `read.m` without the lock while `clear` replaces `read`: the
+/// copy is stale (it holds key 1) and must not become `dirty`, or the next promotion would bring
+/// key 1 back. Linearizable outcomes only: the store before the clear (nothing left) or after
+/// it (only key 2).
+#[test]
+fn loom_map_rebuild_races_clear() {
+    race(
+        |m| {
+            m.store(1, 10);
+            promote(m);
+        },
+        |m| m.store(2, 20),
+        |m| m.clear(),
+        |m, (), ()| {
+            let ks = keys(m);
+            assert!(ks.is_empty() || ks == vec![(2, 20)], "not linearizable: {ks:?}");
+            assert_eq!(m.load(&1), None);
         },
     );
 }

@@ -109,3 +109,30 @@ fn loom_sem_cancel_front_lets_next_through() {
         assert_eq!(sem.available(), 2);
     });
 }
+
+/// `loom_sem_cancel` with the guards: the held permit is a guard dropped on the main thread, a
+/// queued `acquire_owned` future is dropped (its permit, if it was granted, is released by the
+/// guard it returned, dropped at once), and the other waiter holds a borrowed guard. Every
+/// permit comes back.
+#[test]
+fn loom_sem_guards_cancel() {
+    loom::model(|| {
+        // The public API takes a std `Arc` (`acquire_owned(self: Arc<Self>)`).
+        let sem = std::sync::Arc::new(Semaphore::new(1));
+        let held = sem.clone().try_acquire_owned(1).expect("free");
+        let s = sem.clone();
+        let dropper = thread::spawn(move || {
+            poll_once_then_drop(s.acquire_owned(1));
+        });
+        let s = sem.clone();
+        let waiter = thread::spawn(move || {
+            let permit = s.acquire_guard_blocking(1);
+            assert_eq!(permit.permits(), 1);
+        });
+        drop(held);
+        dropper.join().unwrap();
+        waiter.join().unwrap();
+        assert_eq!(sem.available(), 1);
+        assert!(sem.try_acquire_guard(1).is_some());
+    });
+}

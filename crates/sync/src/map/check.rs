@@ -17,7 +17,7 @@ where
         let g = self.reclaim.pin();
         let d = self.mu.lock();
         let read = self.load_read(&g);
-        (read.m.len(), read.amended, d.m.as_ref().map(std::collections::HashMap::len), d.misses)
+        (read.m.len(), read.amended, d.m.as_ref().map(|m| m.len()), d.misses)
     }
 
     /// Checks invariants 1 to 3 of the module docs. Valid at any moment, even with lock-free

@@ -79,6 +79,16 @@ impl<V> Drop for Unpublished<V> {
     }
 }
 
+/// The outcome of [`Entry::try_load_or_store`].
+pub(super) enum LoadOrStore<'a, V> {
+    /// The entry holds this value; the offered one was not stored and comes back.
+    Loaded(&'a Slot<V>, V),
+    /// The offered value was stored in this slot.
+    Stored(&'a Slot<V>),
+    /// The entry is expunged: nothing was stored.
+    Expunged(V),
+}
+
 static EXPUNGED: u8 = 0;
 
 /// The `expunged` sentinel: a deleted entry that is *not* in the dirty map.
@@ -148,24 +158,28 @@ impl<V> Entry<V> {
         }
     }
 
+    /// Does the entry hold a value right now (neither nil nor expunged)?
+    pub(super) fn has_value(&self) -> bool {
+        is_value(self.p.load(Acquire))
+    }
+
     /// Is the entry expunged? (Stable while the lock is held: only locked code changes it.)
     pub(super) fn is_expunged(&self) -> bool {
         self.p.load(Acquire) == expunged()
     }
 
-    /// Go's `tryLoadOrStore`: the current value (`true`: loaded), or `value` stored into a nil
-    /// entry (`false`); `Err(value)` if the entry is expunged.
-    pub(super) fn try_load_or_store(&self, value: V, _g: &Guard<'_>) -> Result<(V, bool), V>
-    where
-        V: Clone,
-    {
+    /// Go's `tryLoadOrStore`: the current value, or `value` stored into a nil entry; `value`
+    /// comes back if the entry is expunged. The value is not cloned here: the caller clones it
+    /// from the slot (readable while both the entry and `_g` are borrowed), after unlocking if
+    /// it holds the map's lock, and drops a `value` that was not stored there too.
+    pub(super) fn try_load_or_store<'a>(&'a self, value: V, _g: &'a Guard<'_>) -> LoadOrStore<'a, V> {
         let mut p = self.p.load(Acquire);
         if p == expunged() {
-            return Err(value);
+            return LoadOrStore::Expunged(value);
         }
         if !p.is_null() {
             // SAFETY: a real slot loaded under `_g` from an entry we borrow (see `load`).
-            return Ok((unsafe { &*p }.value().clone(), true));
+            return LoadOrStore::Loaded(unsafe { &*p }, value);
         }
         // Allocate only now that a store is likely (Go's escape-analysis trick).
         let new = Unpublished::new(value);
@@ -174,18 +188,19 @@ impl<V> Entry<V> {
                 Ok(_) => {
                     let stored = new.as_ptr();
                     new.published();
-                    // SAFETY: we just published `stored` under `_g`; if someone swaps it out and
-                    // retires it, that happens after `_g` was pinned, so it outlives this read.
-                    return Ok((unsafe { &*stored }.value().clone(), false));
+                    // SAFETY: we just published `stored` under `_g`, into an entry borrowed for
+                    // `'a`: while it stays current the entry keeps it, and if someone swaps it
+                    // out and retires it, that happens after `_g` was pinned.
+                    return LoadOrStore::Stored(unsafe { &*stored });
                 }
                 Err(cur) => p = cur,
             }
             if p == expunged() {
-                return Err(new.into_value());
+                return LoadOrStore::Expunged(new.into_value());
             }
             if !p.is_null() {
                 // SAFETY: as above for a real slot loaded under `_g`.
-                return Ok((unsafe { &*p }.value().clone(), true));
+                return LoadOrStore::Loaded(unsafe { &*p }, new.into_value());
             }
         }
     }

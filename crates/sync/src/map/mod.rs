@@ -25,6 +25,9 @@
 //! - **first new key after a promotion** (`dirtyLocked`): `dirty` is rebuilt from `read.m`:
 //!   non-expunged entries are copied, nil ones are expunged (`tryExpungeLocked`) and left out;
 //!   then `read` is replaced by `{ m: read.m, amended: true }` and the key goes into `dirty`.
+//!   Unlike Go, the copy (which clones keys: user code) is made with the lock released, and
+//!   installed under the lock only if `dirty` is still nil and `read.m` is still the table
+//!   that was copied; otherwise the store copies again (`Map::amend_locked`).
 //! - **store to an expunged entry**: under the lock, `unexpungeLocked` (expunged → nil) and put
 //!   the entry back into `dirty` before unlocking, then store.
 //! - **range**: if `amended`, promote `dirty` at once under the lock (range is O(n) anyway), then
@@ -46,6 +49,15 @@
 //! Go's memory-model promise holds: a write (`store`, `delete`, ...) happens-before any read
 //! operation that observes it (Release on every publish, Acquire on every load).
 //!
+//! # User code and the lock
+//!
+//! No user code runs under `mu` but the `Hash` and `Eq` of keys (and the hasher) that the
+//! dirty `HashMap` needs; a call back into the map from those panics instead of deadlocking
+//! (`reclaim::LockScope`). Clones happen after unlocking, keys and entries taken out of
+//! `dirty` are dropped after unlocking, and the epoch collector never runs on a thread that
+//! holds `mu` (`reclaim.rs`). See "User code the map runs" on [`Map`], and `dropping.rs` for
+//! destructors that panic.
+//!
 //! # Memory
 //!
 //! Values live in their own heap slots, immutable once stored; replacing or deleting a value
@@ -56,22 +68,84 @@
 
 #[cfg(test)]
 mod check;
+mod dropping;
 mod entry;
 mod reclaim;
 #[cfg(all(test, not(loom)))]
 mod tests;
 mod walk;
 
-use self::entry::{Entry, Slot, Unpublished};
-use self::reclaim::{Guard, Reclaim, Reclaimer, Tracked};
+use self::dropping::DropAll;
+use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
+use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
 use crate::loom::{Arc, AtomicPtr, Mutex, MutexGuard, Ordering::*};
 use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
 
-type Table<K, V, S> = HashMap<K, Arc<Entry<V>>, S>;
+/// A key-to-entry table: `read.m` (shared, immutable) or `dirty`. A plain `HashMap` but for its
+/// drop, which runs each key's and entry's destructor on its own (see `dropping.rs`).
+struct Table<K, V, S>(HashMap<K, Arc<Entry<V>>, S>);
+
+impl<K, V, S> Deref for Table<K, V, S> {
+    type Target = HashMap<K, Arc<Entry<V>>, S>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<K, V, S> DerefMut for Table<K, V, S> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<K, V, S> Drop for Table<K, V, S> {
+    fn drop(&mut self) {
+        let mut all = DropAll::new();
+        all.drop_pairs(self.0.drain());
+        all.finish();
+    }
+}
+
+/// A copy of a `read.m` taken without the lock, to become the new `dirty` (see
+/// `Map::amend_locked`).
+struct DirtyCopy<K, V, S> {
+    /// The table it copies (kept alive, so that its address identifies it).
+    src: Arc<Table<K, V, S>>,
+    /// The entries of `src` that held a value when copied.
+    table: Table<K, V, S>,
+    /// The others (nil when copied): to be expunged, or put into `dirty` after all if they got
+    /// a value since.
+    deleted: Garbage<K, V>,
+}
+
+/// Keys and entries taken out of `dirty` under the lock, dropped after unlocking.
+type Garbage<K, V> = Vec<(K, Arc<Entry<V>>)>;
+
+/// Drops, after unlocking, what a store's locked section left over: a dirty copy that turned
+/// out stale or unneeded, and what a dirty rebuild took out. Each object on its own: two
+/// panicking key destructors must not abort (see `dropping.rs`).
+#[inline]
+fn drop_leftovers<K, V, S>(copy: Option<DirtyCopy<K, V, S>>, garbage: Garbage<K, V>) {
+    if copy.is_some() || garbage.capacity() != 0 {
+        drop_leftovers_slow(copy, garbage);
+    }
+}
+
+#[cold]
+fn drop_leftovers_slow<K, V, S>(copy: Option<DirtyCopy<K, V, S>>, garbage: Garbage<K, V>) {
+    let mut all = DropAll::new();
+    all.drop(copy);
+    all.drop_pairs(garbage.into_iter());
+    all.finish();
+}
 
 /// Go's `readOnly`: an immutable snapshot, swapped atomically into `Map::read`.
 struct ReadOnly<K, V, S> {
@@ -99,6 +173,28 @@ struct Dirty<K, V, S> {
     m: Option<Table<K, V, S>>,
     /// Locked lookups since `read` was last replaced by a promotion.
     misses: usize,
+}
+
+/// `mu`, held by this thread (see [`Map::lock`]). Dereferences to what `mu` guards.
+struct Locked<'a, K, V, S> {
+    d: MutexGuard<'a, Dirty<K, V, S>>,
+    /// Declared after `d`, so dropped after the unlock: ends the no-collection section and runs
+    /// the flush a promotion asked for.
+    scope: LockScope<'a>,
+}
+
+impl<K, V, S> Deref for Locked<'_, K, V, S> {
+    type Target = Dirty<K, V, S>;
+
+    fn deref(&self) -> &Dirty<K, V, S> {
+        &self.d
+    }
+}
+
+impl<K, V, S> DerefMut for Locked<'_, K, V, S> {
+    fn deref_mut(&mut self) -> &mut Dirty<K, V, S> {
+        &mut self.d
+    }
 }
 
 /// A concurrent map: Go's `sync.Map`, with the same algorithm (Go 1.9 to 1.23).
@@ -129,12 +225,34 @@ struct Dirty<K, V, S> {
 ///   so the callback may block or take as long as it likes without holding up reclamation.
 /// - [`len`](Map::len) and [`is_empty`](Map::is_empty) exist (Go has none); both walk the map.
 ///
-/// The user code that the map calls (`K`'s `Hash`, `Eq` and `Clone`, `V`'s `Clone` and
-/// `PartialEq`) may run while the map's internal lock is held, so it must not call back into
-/// the same map.
+/// # User code the map runs
+///
+/// The map calls `K`'s `Hash`, `Eq`, `Clone` and `Drop`, `V`'s `Clone`, `PartialEq` and `Drop`,
+/// the hasher `S`, and `range`'s callback. Of these, only **`Hash` and `Eq` of keys (and the
+/// hasher's hashing)** ever run under the map's internal lock: the dirty `HashMap` needs them to
+/// find a key. They must not call back into the same map: such a call would deadlock the thread,
+/// so it is detected and panics instead (the lock is released and the map stays usable). Keep
+/// `Hash` and `Eq` plain functions of the key, as `HashMap` already asks. (As with `HashMap`, a
+/// panicking `Hash` or `Eq` is propagated to the caller, but may lose entries of the map.)
+///
+/// Everything else runs with no lock held, so it may use the map freely:
+///
+/// - **Clones** (`load` and friends, `load_or_store`'s result, the keys copied when the dirty map
+///   is rebuilt) happen outside the lock.
+/// - **Destructors**: a value replaced by `store`/`swap`/`compare_and_swap` or removed by
+///   `delete`/`load_and_delete`/`compare_and_delete` may still be read by a concurrent `load`, so
+///   it is dropped later by the epoch collector, on whatever thread collects (never while that
+///   thread holds this map's lock). A destructor there may store into the map (a cache that
+///   records its evictions in itself works). If it panics, the panic is contained: the panic hook
+///   reports it, and it does not unwind into the unrelated G or thread that happened to collect.
+///   Drops the map makes on the caller's behalf (the values `clear` takes out of the dirty map,
+///   the unused `value` of a `load_or_store` that loaded, the `key` passed to a store of a key
+///   already present, dropping the map itself) happen in the caller, after unlocking: every
+///   object is dropped even if several destructors panic, and the first panic is resumed in the
+///   caller, with the map consistent.
 ///
 /// The lock is a short, thread-blocking lock (Go's `sync.Mutex` parks the goroutine instead): a
-/// locked section does a bounded amount of work, at most one copy of the map.
+/// locked section does a bounded amount of work, at most one pass over the map's entries.
 ///
 /// ```
 /// use goro::sync::Map;
@@ -229,7 +347,7 @@ where
     /// assert_eq!(m.load(&1), Some("one"));
     /// ```
     pub fn with_hasher(hash_builder: S) -> Map<K, V, S> {
-        let empty = ReadOnly::new(Arc::new(HashMap::with_hasher(hash_builder.clone())), false);
+        let empty = ReadOnly::new(Arc::new(Table(HashMap::with_hasher(hash_builder.clone()))), false);
         Map {
             read: AtomicPtr::new(Box::into_raw(Box::new(empty))),
             mu: Mutex::new(Dirty { m: None, misses: 0 }),
@@ -252,8 +370,17 @@ where
         read
     }
 
-    /// Replaces `read` (lock held: `_d` is the proof) and retires the old snapshot.
-    fn store_read_locked(&self, new: ReadOnly<K, V, S>, _d: &mut Dirty<K, V, S>, g: &Guard<'_>) {
+    /// Locks `mu`. Panics instead if this thread already holds it (a key's `Hash` or `Eq`
+    /// calling back into the map). Until the returned guard is dropped, this thread runs no
+    /// epoch collection, so no destructor runs under the lock.
+    #[inline]
+    fn lock<'a>(&'a self, g: &'a Guard<'_>) -> Locked<'a, K, V, S> {
+        let scope = LockScope::enter(self as *const Self as usize, g);
+        Locked { d: self.mu.lock(), scope }
+    }
+
+    /// Replaces `read` (lock held: `_l` is the proof) and retires the old snapshot.
+    fn store_read_locked(&self, new: ReadOnly<K, V, S>, _l: &mut Locked<'_, K, V, S>, g: &Guard<'_>) {
         let old = self.read.swap(Box::into_raw(Box::new(new)), AcqRel);
         // SAFETY: `old` came from `Box::into_raw`; the swap unlinked it, so loads that start
         // now get the new snapshot; only the thread whose swap removed it retires it, once. A
@@ -261,50 +388,108 @@ where
         unsafe { g.retire(old) };
     }
 
+    /// An empty table with a clone of the map's hasher (user code: never under the lock).
     fn empty_table(&self) -> Table<K, V, S> {
-        HashMap::with_hasher(self.hash_builder.clone())
+        Table(HashMap::with_hasher(self.hash_builder.clone()))
     }
 
     /// Go's `missLocked`: counts a locked lookup; promotes `dirty` once the misses have paid
     /// for the copy.
-    fn miss_locked(&self, d: &mut Dirty<K, V, S>, g: &Guard<'_>) {
-        d.misses += 1;
-        if d.misses < d.m.as_ref().map_or(0, HashMap::len) {
+    fn miss_locked(&self, l: &mut Locked<'_, K, V, S>, g: &Guard<'_>) {
+        l.misses += 1;
+        if l.misses < l.m.as_ref().map_or(0, |m| m.len()) {
             return;
         }
-        self.promote_locked(d, g);
+        self.promote_locked(l, g);
     }
 
-    /// `read.Store(&readOnly{m: m.dirty}); m.dirty = nil; m.misses = 0`.
-    fn promote_locked(&self, d: &mut Dirty<K, V, S>, g: &Guard<'_>) {
-        let m = d.m.take().unwrap_or_else(|| self.empty_table());
-        self.store_read_locked(ReadOnly::new(Arc::new(m), false), d, g);
-        d.misses = 0;
-        // The old snapshot's table may be large: let any thread free it soon.
-        g.flush();
+    /// `read.Store(&readOnly{m: m.dirty}); m.dirty = nil; m.misses = 0`. `dirty` exists: a
+    /// promotion follows a miss or a range of an amended `read` (invariant 3).
+    fn promote_locked(&self, l: &mut Locked<'_, K, V, S>, g: &Guard<'_>) {
+        let m = l.m.take().expect("sync.Map invariant broken: a promotion without a dirty map");
+        self.store_read_locked(ReadOnly::new(Arc::new(m), false), l, g);
+        l.misses = 0;
+        // The old snapshot's table may be large: let any thread free it soon. Not under the
+        // lock: collecting runs destructors (user code).
+        l.scope.flush_on_unlock();
     }
 
-    /// Go's `dirtyLocked`: if `dirty` is nil, rebuilds it from `read.m`, expunging nil entries.
-    fn dirty_locked(&self, d: &mut Dirty<K, V, S>, read: &ReadOnly<K, V, S>) {
-        if d.m.is_some() {
-            return;
-        }
-        // Copy first (user code runs here: `K::clone` and `K::hash`; a panic leaves the map as
-        // it was), then expunge (atomics only). Expunged entries stay expunged while we hold
-        // the lock, so skipping them early is safe.
-        let mut m = HashMap::with_capacity_and_hasher(read.m.len(), self.hash_builder.clone());
-        for (k, e) in read.m.iter() {
-            if !e.is_expunged() {
-                m.insert(k.clone(), Arc::clone(e));
+    /// Copies `src` (a `read.m`) without the lock, to become `dirty`: cloning keys and hashing
+    /// them is user code. Go's `dirtyLocked` does it under the lock.
+    #[cold]
+    fn copy_table(&self, src: Arc<Table<K, V, S>>) -> DirtyCopy<K, V, S> {
+        let mut table = Table(HashMap::with_capacity_and_hasher(src.len(), self.hash_builder.clone()));
+        let mut deleted = Vec::new();
+        for (k, e) in src.iter() {
+            if e.has_value() {
+                table.insert(k.clone(), Arc::clone(e));
+            } else {
+                deleted.push((k.clone(), Arc::clone(e)));
             }
         }
-        m.retain(|_, e: &mut Arc<Entry<V>>| !e.try_expunge_locked());
-        d.m = Some(m);
+        DirtyCopy { src, table, deleted }
+    }
+
+    /// Before a new key goes into `dirty` (lock held, the key in neither map): makes sure that
+    /// `dirty` exists and `read` is amended (Go's `if !read.amended { m.dirtyLocked();
+    /// m.read.Store(&readOnly{m: read.m, amended: true}) }`).
+    ///
+    /// Go's `dirtyLocked` copies `read.m` under the lock; here the copy is made by the caller
+    /// with the lock released ([`copy_table`](Self::copy_table)), because it clones keys. This
+    /// returns `Err(src)` when `dirty` must be built and `copy` is not a copy of the current
+    /// `read.m`: the caller unlocks, copies `src` into `copy` and starts over.
+    ///
+    /// A copy is current if `dirty` is still nil and `read.m` is still the table it copied:
+    /// `dirty` becomes nil only by a promotion, which replaces `read.m`, so no locked code ran on
+    /// the entries since the copy (none was expunged or unexpunged; none is expunged while
+    /// `dirty` is nil); lock-free stores and deletes only moved entries between a value and
+    /// nil. The copy splits the entries by their state when copied: those with a value become
+    /// `dirty` as they are (one that was deleted since stays in `dirty` as nil, as any entry
+    /// deleted after a rebuild does); those that were nil are expunged now, unless they got a
+    /// value since: those go into `dirty` too (hashing the key under the lock, as Go does for
+    /// every key). Invariants 1 and 2 hold after it. Expunged entries are taken out into
+    /// `garbage`, dropped by the caller after unlocking. Stores of new keys that race here may
+    /// each make a copy; one is installed and the others are dropped: some wasted work, only
+    /// on the first new key after a promotion, in exchange for no key clone under the lock.
+    #[inline(always)] // the common case is the first test
+    fn amend_locked(
+        &self,
+        l: &mut Locked<'_, K, V, S>,
+        read: &ReadOnly<K, V, S>,
+        copy: &mut Option<DirtyCopy<K, V, S>>,
+        garbage: &mut Garbage<K, V>,
+        g: &Guard<'_>,
+    ) -> Result<(), Arc<Table<K, V, S>>> {
+        if read.amended {
+            return Ok(());
+        }
+        if l.m.is_none() {
+            match copy.take() {
+                Some(DirtyCopy { src, table, deleted }) if Arc::ptr_eq(&src, &read.m) => {
+                    l.m = Some(table);
+                    for (k, e) in deleted {
+                        if e.try_expunge_locked() {
+                            garbage.push((k, e)); // a move: dropped by the caller
+                        } else {
+                            Self::dirty_mut(l).insert(k, e);
+                        }
+                    }
+                    // `src` is `read.m`, which `read` still holds: not its last `Arc`.
+                    drop(src);
+                }
+                stale => {
+                    *copy = stale; // dropped by the caller, after unlocking
+                    return Err(Arc::clone(&read.m));
+                }
+            }
+        }
+        self.store_read_locked(ReadOnly::new(Arc::clone(&read.m), true), l, g);
+        Ok(())
     }
 
     /// The dirty map, which must exist here (invariants 1 and 3).
-    fn dirty_mut<'d>(d: &'d mut MutexGuard<'_, Dirty<K, V, S>>) -> &'d mut Table<K, V, S> {
-        d.m.as_mut().expect("sync.Map invariant broken: an expunged entry or an amended read without a dirty map")
+    fn dirty_mut<'d>(l: &'d mut Locked<'_, K, V, S>) -> &'d mut Table<K, V, S> {
+        l.m.as_mut().expect("sync.Map invariant broken: an expunged entry or an amended read without a dirty map")
     }
 
     /// Returns the value stored for `key`, or `None` (Go's `Load`).
@@ -343,20 +528,22 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let e = {
-            let mut d = self.mu.lock();
+            let mut l = self.lock(g);
             // Avoid reporting a spurious miss if `dirty` got promoted while we waited for `mu`.
             let read = self.load_read(g);
             match read.m.get(key) {
                 Some(e) => Arc::clone(e),
                 None if read.amended => {
-                    let e = d.m.as_ref().and_then(|m| m.get(key)).cloned();
+                    let e = l.m.as_ref().and_then(|m| m.get(key)).cloned();
                     // Present or not, this key takes the slow path until the next promotion.
-                    self.miss_locked(&mut d, g);
+                    self.miss_locked(&mut l, g);
+                    drop(l);
                     e?
                 }
                 None => return None,
             }
         };
+        // Unlocked: cloning is user code.
         let v = e.load(g).map(|s| s.value().clone());
         v
     }
@@ -399,27 +586,42 @@ where
             None => new,
         };
 
-        let mut d = self.mu.lock();
-        let read = self.load_read(g);
-        if let Some(e) = read.m.get(&key) {
-            if e.unexpunge_locked() {
-                // The entry was expunged: `dirty` exists and lacks it. Put it back before
-                // unlocking, so that `dirty` keeps every non-expunged entry of `read`.
-                Self::dirty_mut(&mut d).insert(key, Arc::clone(e));
+        // Dropped after the loop, so after unlocking: a dirty copy that turned out stale or
+        // unneeded, and what a dirty rebuild took out. (So is `key`, when it is not moved into
+        // `dirty`.)
+        let mut copy = None;
+        let mut garbage = Vec::new();
+        let old = loop {
+            let mut l = self.lock(g);
+            let read = self.load_read(g);
+            if let Some(e) = read.m.get(&key) {
+                if e.is_expunged() {
+                    // The entry was expunged: `dirty` exists and lacks it. Put it back before
+                    // unexpunging (stable under the lock), so that `dirty` keeps every
+                    // non-expunged entry of `read`, even if hashing the key panics.
+                    Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
+                    let unexpunged = e.unexpunge_locked();
+                    debug_assert!(unexpunged);
+                }
+                break e.swap_locked(new, g);
             }
-            e.swap_locked(new, g)
-        } else if let Some(e) = d.m.as_ref().and_then(|m| m.get(&key)) {
-            e.swap_locked(new, g)
-        } else {
-            if !read.amended {
-                // The first new key since the last promotion: build `dirty` and mark `read`
-                // incomplete.
-                self.dirty_locked(&mut d, read);
-                self.store_read_locked(ReadOnly::new(Arc::clone(&read.m), true), &mut d, g);
+            if let Some(e) = l.m.as_ref().and_then(|m| m.get(&key)) {
+                break e.swap_locked(new, g);
             }
-            Self::dirty_mut(&mut d).insert(key, Arc::new(Entry::new(new)));
-            None
-        }
+            match self.amend_locked(&mut l, read, &mut copy, &mut garbage, g) {
+                Ok(()) => {
+                    Self::dirty_mut(&mut l).insert(key, Arc::new(Entry::new(new)));
+                    break None;
+                }
+                Err(src) => {
+                    drop(l);
+                    drop(copy.take());
+                    copy = Some(self.copy_table(src)); // and try again
+                }
+            }
+        };
+        drop_leftovers(copy, garbage);
+        old
     }
 
     /// Returns the existing value for `key` if present (`true`: loaded); otherwise stores
@@ -438,38 +640,62 @@ where
         let read = self.load_read(g);
         let value = match read.m.get(&key) {
             Some(e) => match e.try_load_or_store(value, g) {
-                Ok(r) => return r,
-                Err(value) => value,
+                LoadOrStore::Loaded(s, _) => return (s.value().clone(), true),
+                LoadOrStore::Stored(s) => return (s.value().clone(), false),
+                LoadOrStore::Expunged(value) => value,
             },
             None => value,
         };
 
-        let mut d = self.mu.lock();
-        let read = self.load_read(g);
-        if let Some(e) = read.m.get(&key) {
-            if e.unexpunge_locked() {
-                Self::dirty_mut(&mut d).insert(key, Arc::clone(e));
+        // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
+        // whose slot the result is cloned from (its current slot lives as long as it does).
+        let mut copy = None;
+        let mut garbage = Vec::new();
+        let mut held: Option<Arc<Entry<V>>> = None;
+        let r = loop {
+            let mut l = self.lock(g);
+            let read = self.load_read(g);
+            if let Some(e) = read.m.get(&key) {
+                if e.is_expunged() {
+                    Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
+                    let unexpunged = e.unexpunge_locked();
+                    debug_assert!(unexpunged);
+                }
+                break e.try_load_or_store(value, g);
             }
-            match e.try_load_or_store(value, g) {
-                Ok(r) => r,
-                Err(_) => unreachable!("sync.Map: entry expunged while the lock is held"),
+            if let Some(e) = l.m.as_ref().and_then(|m| m.get(&key)) {
+                let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
+                let r = e.try_load_or_store(value, g);
+                self.miss_locked(&mut l, g);
+                break r;
             }
-        } else if let Some(e) = d.m.as_ref().and_then(|m| m.get(&key)) {
-            let r = match e.try_load_or_store(value, g) {
-                Ok(r) => r,
-                Err(_) => unreachable!("sync.Map invariant broken: an expunged entry in dirty"),
-            };
-            self.miss_locked(&mut d, g);
-            r
-        } else {
-            if !read.amended {
-                self.dirty_locked(&mut d, read);
-                self.store_read_locked(ReadOnly::new(Arc::clone(&read.m), true), &mut d, g);
+            match self.amend_locked(&mut l, read, &mut copy, &mut garbage, g) {
+                Ok(()) => {
+                    let e: &Arc<Entry<V>> = held.insert(Arc::new(Entry::new(Unpublished::new(value))));
+                    // Nobody else sees the entry yet: its value is ours.
+                    let stored = e.load(g).expect("a new entry holds its value");
+                    Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
+                    break LoadOrStore::Stored(stored);
+                }
+                Err(src) => {
+                    drop(l);
+                    drop(copy.take());
+                    copy = Some(self.copy_table(src)); // and try again
+                }
             }
-            let actual = value.clone();
-            Self::dirty_mut(&mut d).insert(key, Arc::new(Entry::new(Unpublished::new(value))));
-            (actual, false)
-        }
+        };
+        // Unlocked: clone the result, drop the value that was not stored.
+        let out = match r {
+            LoadOrStore::Loaded(s, unused) => {
+                let v = s.value().clone();
+                drop(unused);
+                (v, true)
+            }
+            LoadOrStore::Stored(s) => (s.value().clone(), false),
+            LoadOrStore::Expunged(_) => unreachable!("sync.Map: entry expunged while the lock is held"),
+        };
+        drop_leftovers(copy, garbage);
+        out
     }
 
     /// Deletes `key` and returns its value, if it was present (Go's `LoadAndDelete`). The value
@@ -521,16 +747,19 @@ where
         if !read.amended {
             return None;
         }
-        let e = {
-            let mut d = self.mu.lock();
+        // `_key`: the key taken out of `dirty`, dropped after unlocking.
+        let (e, _key) = {
+            let mut l = self.lock(g);
             let read = self.load_read(g);
             match read.m.get(key) {
-                Some(e) => Arc::clone(e),
+                Some(e) => (Arc::clone(e), None),
                 None if read.amended => {
-                    let e = d.m.as_mut().and_then(|m| m.remove(key));
+                    let removed = l.m.as_mut().and_then(|m| m.remove_entry(key));
                     // Present or not, this key takes the slow path until the next promotion.
-                    self.miss_locked(&mut d, g);
-                    e?
+                    self.miss_locked(&mut l, g);
+                    drop(l);
+                    let (k, e) = removed?;
+                    (e, Some(k))
                 }
                 None => return None,
             }
@@ -611,16 +840,16 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let mut d = self.mu.lock();
+        let mut l = self.lock(g);
         let read = self.load_read(g);
         if let Some(e) = read.m.get(key) {
             return Some(Arc::clone(e));
         }
-        let e = d.m.as_ref().and_then(|m| m.get(key)).cloned();
+        let e = l.m.as_ref().and_then(|m| m.get(key)).cloned();
         if e.is_some() {
             // The key's set did not change, but we needed the lock to find the entry: count
             // a miss so that the map eventually reaches its fast steady state.
-            self.miss_locked(&mut d, g);
+            self.miss_locked(&mut l, g);
         }
         e
     }
@@ -632,15 +861,17 @@ impl<K, V, S> Drop for Map<K, V, S> {
         // SAFETY: `read` always holds a live box from `Box::into_raw` (see `load_read`); with
         // `&mut self` no operation is running, so nothing else uses it, and it is freed once.
         let read = unsafe { Box::from_raw(read) };
-        let d = self.mu.lock();
-        for e in read.m.values().chain(d.m.iter().flat_map(|m| m.values())) {
-            // SAFETY: `&mut self`: no operation on this map is running or can start, so nobody
-            // reads these entries' values. Freeing them now (rather than when retired
-            // snapshots that share the entries are collected) makes dropping the map drop
-            // every live value at once.
-            unsafe { e.drop_value_now() };
-        }
-        drop(d);
-        drop(read);
+        let dirty = self.mu.lock().m.take();
+        // Every destructor runs, in this thread, and the first panic is resumed here at the end.
+        let mut all = DropAll::new();
+        let entries = read.m.values().chain(dirty.iter().flat_map(|m| m.values()));
+        // SAFETY: `&mut self`: no operation on this map is running or can start, so nobody
+        // reads these entries' values. Freeing them now (rather than when retired snapshots
+        // that share the entries are collected) makes dropping the map drop every live value at
+        // once. (A value whose destructor panics is already out of its entry.)
+        all.run_each(entries, |e| unsafe { e.drop_value_now() });
+        all.drop(dirty);
+        all.drop(read);
+        all.finish();
     }
 }

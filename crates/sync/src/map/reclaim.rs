@@ -40,6 +40,32 @@
 //!   dropped, so a model ends with no leaks, and loom's leak check of its `Arc`s (entries and
 //!   tables) stays meaningful.
 //!
+//! # Where retired objects are dropped
+//!
+//! A retired object's destructor is user code (a value's `Drop`, or a snapshot's table full of
+//! keys and entries), and crossbeam-epoch runs it on whatever thread *collects*: a first `pin`
+//! every 128, a `flush`, a thread's exit. So:
+//!
+//! - No collection while the map's lock is held: [`LockScope`] marks the locked section on this
+//!   thread, and [`Guard::flush`] (and the poll anchor's periodic flush) do nothing inside it; a
+//!   flush that a locked section asks for runs after the unlock. crossbeam's own collection
+//!   happens only on a thread's *first* pin, and every locked section runs with its operation's
+//!   guard pinned, so that one cannot happen there. A destructor that calls back into the map
+//!   (a cache recording its evictions in itself) therefore never finds the lock held by its own
+//!   thread.
+//! - A destructor's panic stays in the destructor: each retired object is dropped under
+//!   `catch_unwind` and the panic is discarded (the panic hook has reported it by then). It
+//!   never unwinds into the unrelated G or thread that happened to collect, nor through
+//!   crossbeam's collector, and two panics never meet (an abort). Drops that the map makes on
+//!   behalf of a caller (see `dropping.rs`) surface the panic in that caller instead.
+//! - A collection this crate starts (a flush) starts no other inside it, so a destructor that
+//!   uses the map does not recurse into the collector: it can nest at most once, inside one of
+//!   crossbeam's own periodic collections. (Marking each destructor instead would cost every
+//!   retired value two thread-local accesses.)
+//!
+//! [`LockScope`] also detects a call into the map from code it runs under its own lock (a key's
+//! `Hash` or `Eq`): that call would deadlock the thread, so it panics instead.
+//!
 //! What the stand-in does *not* check: crossbeam-epoch's own algorithm (global epoch advance,
 //! bag sealing; crossbeam tests that), the cost and timing of deferred garbage (nothing is
 //! freed before the map drops), and the drop of an entry's *current* value when the entry's
@@ -48,9 +74,9 @@
 //! it is instrumentation, not part of the algorithm, and must add no interleavings of its own.
 
 #[cfg(not(loom))]
-pub(super) use self::epoch::{Guard, Reclaimer, Tracked};
+pub(super) use self::epoch::{Guard, LockScope, Reclaimer, Tracked};
 #[cfg(loom)]
-pub(super) use self::model::{Guard, Reclaimer, Tracked};
+pub(super) use self::model::{Guard, LockScope, Reclaimer, Tracked};
 
 /// An object that can be retired: it carries a [`Tracked`] (a zero-sized no-op outside loom).
 pub(super) trait Reclaim {
@@ -62,7 +88,9 @@ pub(super) trait Reclaim {
 #[cfg(not(loom))]
 mod epoch {
     use super::Reclaim;
+    use std::cell::Cell;
     use std::marker::PhantomData;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// The map's handle on reclamation: zero-sized, the default crossbeam-epoch collector is
     /// global.
@@ -102,6 +130,146 @@ mod epoch {
             const { std::cell::RefCell::new(None) };
         /// Whether this thread retired something since the anchor last re-pinned.
         static RETIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// This thread's map locks and collections (see [`Held`]).
+        static HELD: Held = const {
+            Held { top: Cell::new(0), outer: [const { Cell::new(0) }; OUTER], depth: Cell::new(0), no_collect: Cell::new(0) }
+        };
+    }
+
+    /// How many enclosing locked maps [`Held`] remembers for re-entry detection.
+    const OUTER: usize = 7;
+
+    /// What a thread holds: the maps whose lock it holds, and how many sections of it must not
+    /// start a collection of garbage. (No `Drop`, so its thread-local needs no registration.)
+    struct Held {
+        /// The innermost map whose lock this thread holds (its address), or 0.
+        top: Cell<usize>,
+        /// The enclosing ones, outermost first (only a key's `Hash` or `Eq` that uses another
+        /// map while its own is locked nests them); past `OUTER` of them, the deeper ones are
+        /// not remembered, so a re-entry from there is not detected.
+        outer: [Cell<usize>; OUTER],
+        /// How many enclosing locked maps there are.
+        depth: Cell<usize>,
+        /// Map locks held, plus collections this crate started that are running (see the
+        /// module docs).
+        no_collect: Cell<u32>,
+    }
+
+    /// A section of this thread that must not start a collection: a flush, while it runs.
+    struct NoCollect;
+
+    impl NoCollect {
+        fn enter() -> NoCollect {
+            let _ = HELD.try_with(|h| h.no_collect.set(h.no_collect.get() + 1));
+            NoCollect
+        }
+    }
+
+    impl Drop for NoCollect {
+        fn drop(&mut self) {
+            let _ = HELD.try_with(|h| h.no_collect.set(h.no_collect.get() - 1));
+        }
+    }
+
+    /// May this thread start a collection now? Not while it holds a map's lock, nor inside a
+    /// collection this crate started (so a destructor that uses the map does not start another
+    /// one inside it), nor while its thread-locals are being torn down.
+    fn may_collect() -> bool {
+        HELD.try_with(|h| h.no_collect.get() == 0).unwrap_or(false)
+    }
+
+    /// Collects garbage (`Guard::flush`) if this thread may, as a section that starts no other.
+    fn flush(guard: &crossbeam_epoch::Guard) {
+        if may_collect() {
+            let _section = NoCollect::enter();
+            guard.flush();
+        }
+    }
+
+    /// What a call into a map from code run under the map's own lock gets instead of a
+    /// deadlock.
+    const REENTERED: &str = "goro::sync::Map re-entered while this thread holds the map's lock: \
+        a key's Hash or Eq (or the map's hasher) called back into the same map, which would \
+        deadlock; Hash and Eq must not use the map they key";
+
+    /// The map's lock, held by this thread: created just before locking, dropped just after
+    /// unlocking. While it lives, the epoch collector does not run on this thread (so no
+    /// destructor runs under the lock), and a second lock of the same map by this thread panics
+    /// (see `REENTERED`) before it could deadlock. A flush asked for under the lock
+    /// ([`flush_on_unlock`](Self::flush_on_unlock)) runs when it drops.
+    pub(crate) struct LockScope<'g> {
+        /// The map locked before this one on this thread (its `Hash` or `Eq` runs this), or 0.
+        enclosing: usize,
+        guard: &'g Guard<'g>,
+        flush: bool,
+    }
+
+    impl<'g> LockScope<'g> {
+        /// Enters the locked section of the map at address `map` (call it, then lock).
+        ///
+        /// # Panics
+        /// If this thread already holds that map's lock.
+        #[inline]
+        pub(crate) fn enter(map: usize, guard: &'g Guard<'g>) -> LockScope<'g> {
+            let entered = HELD
+                .try_with(|h| {
+                    let top = h.top.get();
+                    if top != 0 {
+                        // Nested in another map's locked section (its key's `Hash` or `Eq`).
+                        let depth = h.depth.get();
+                        let outer = &h.outer[..depth.min(OUTER)];
+                        if top == map || outer.iter().any(|m| m.get() == map) {
+                            return None;
+                        }
+                        if let Some(slot) = h.outer.get(depth) {
+                            slot.set(top);
+                        }
+                        h.depth.set(depth + 1);
+                    }
+                    h.top.set(map);
+                    h.no_collect.set(h.no_collect.get() + 1);
+                    Some(top)
+                })
+                .unwrap_or(Some(0));
+            let Some(enclosing) = entered else { panic!("{REENTERED}") };
+            LockScope { enclosing, guard, flush: false }
+        }
+
+        /// Asks for a flush of this thread's garbage once the lock is released (after retiring
+        /// a whole table).
+        pub(crate) fn flush_on_unlock(&mut self) {
+            self.flush = true;
+        }
+    }
+
+    impl Drop for LockScope<'_> {
+        fn drop(&mut self) {
+            // Locked sections nest strictly (an inner one is inside a `Hash` or `Eq` call).
+            let _ = HELD.try_with(|h| {
+                h.top.set(self.enclosing);
+                if self.enclosing != 0 {
+                    h.depth.set(h.depth.get() - 1);
+                }
+                h.no_collect.set(h.no_collect.get() - 1);
+            });
+            if self.flush {
+                self.guard.flush();
+            }
+        }
+    }
+
+    /// The collector's half of [`Guard::retire`]: drops a retired object, on whatever thread
+    /// collects. A panic of its destructor is contained here (see the module docs).
+    ///
+    /// # Safety
+    /// `ptr` came from `Box::into_raw`, was retired once, and every guard that could still see
+    /// it has been dropped (crossbeam-epoch calls this only then).
+    unsafe fn destroy<T>(ptr: *mut T) {
+        // SAFETY: per this function's contract, this is the only owner of a live box.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(ptr) })));
+        if let Err(payload) = dropped {
+            crate::map::dropping::discard(payload);
+        }
     }
 
     /// Makes sure this thread is pinned by an anchor for the rest of the current poll, if it is
@@ -114,16 +282,18 @@ mod epoch {
             match &mut *slot {
                 Some((guard, ops)) => {
                     *ops += 1;
-                    if *ops >= ANCHOR_OPS {
+                    if *ops >= ANCHOR_OPS && may_collect() {
                         // No other guard of ours is alive here (each operation's guard is
                         // dropped before the next one pins; a nested one makes `repin` do
-                        // nothing), so this lets the epoch move on.
+                        // nothing), so this lets the epoch move on. Not while this thread holds
+                        // a map's lock or collects (`may_collect`): the flush below runs
+                        // destructors.
                         guard.repin();
                         *ops = 0;
                         // A nested pin never collects garbage (crossbeam does that on a first
                         // pin): if this poll retired any, hand it over and collect now.
                         if RETIRED.try_with(|r| r.replace(false)).unwrap_or(false) {
-                            guard.flush();
+                            flush(guard);
                         }
                     }
                 }
@@ -162,17 +332,23 @@ mod epoch {
         ///   `S` to be `Send + 'static`).
         #[inline]
         pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
+            // SAFETY: crossbeam-epoch calls this closure once, after every guard that was pinned
+            // when it was deferred (below) is dropped; `ptr` is then a unique box nobody can
+            // reach (this function's contract): `destroy`'s contract.
+            let destroy_later = move || unsafe { destroy(ptr) };
             // SAFETY: forwarded from this function's contract: `ptr` is a unique, unlinked box,
-            // so `defer_destroy` (which later turns it back into a `Box` and drops it) runs once,
-            // after every guard that might still see it.
-            unsafe { self.inner.defer_destroy(crossbeam_epoch::Shared::from(ptr as *const T)) }
+            // so the deferred call (one pointer: stored inline, no allocation) runs once, after
+            // every guard that might still see it; dropping a `T` on the collecting thread is
+            // sound (`T`'s parts are `Send + 'static`).
+            unsafe { self.inner.defer_unchecked(destroy_later) }
             let _ = RETIRED.try_with(|r| r.set(true));
         }
 
         /// Moves this thread's deferred garbage to the global queue so any thread may free it
-        /// soon (used after retiring a whole table).
+        /// soon, and collects some (used after retiring a whole table). Does nothing while this
+        /// thread holds a map's lock or is inside a flush already.
         pub(crate) fn flush(&self) {
-            self.inner.flush();
+            flush(&self.inner);
         }
     }
 
@@ -302,6 +478,20 @@ mod model {
                 unsafe { mark(ptr) }
             }
         }
+    }
+
+    /// The locked section of a map: nothing to track under loom (its guard's `flush` does
+    /// nothing, and a model never re-enters a map from `Hash`).
+    pub(crate) struct LockScope<'g> {
+        _guard: std::marker::PhantomData<&'g ()>,
+    }
+
+    impl<'g> LockScope<'g> {
+        pub(crate) fn enter(_map: usize, _guard: &'g Guard<'g>) -> LockScope<'g> {
+            LockScope { _guard: std::marker::PhantomData }
+        }
+
+        pub(crate) fn flush_on_unlock(&mut self) {}
     }
 
     /// Loom's view of one shared object: its construction (a loom cell) and whether EBR would

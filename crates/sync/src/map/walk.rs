@@ -70,12 +70,12 @@ where
         if !read.amended {
             return read;
         }
-        let mut d = self.mu.lock();
+        let mut l = self.lock(g);
         let read = self.load_read(g);
         if !read.amended {
             return read;
         }
-        self.promote_locked(&mut d, g);
+        self.promote_locked(&mut l, g);
         self.load_read(g)
     }
 
@@ -95,19 +95,30 @@ where
             // Avoid allocating a new snapshot if the map was already empty.
             return;
         }
+        // The new tables are made before locking (cloning the hasher is user code), and the
+        // unused ones dropped after unlocking.
+        let mut new_read = Some(self.empty_table());
+        let mut new_dirty = Some(self.empty_table());
         let old_dirty = {
-            let mut d = self.mu.lock();
+            let mut l = self.lock(&g);
             let read = self.load_read(&g);
             if !read.m.is_empty() || read.amended {
-                self.store_read_locked(ReadOnly::new(Arc::new(self.empty_table()), false), &mut d, &g);
+                let m = new_read.take().expect("one new read table");
+                self.store_read_locked(ReadOnly::new(Arc::new(m), false), &mut l, &g);
             }
             // Go's `clear(m.dirty)`: emptied, but a non-nil dirty map stays non-nil.
-            let old = d.m.as_mut().map(|m| std::mem::replace(m, self.empty_table()));
+            let old = match &mut l.m {
+                Some(m) => Some(std::mem::replace(m, new_dirty.take().expect("one new dirty table"))),
+                None => None,
+            };
             // Don't immediately promote the newly cleared dirty map on the next operation.
-            d.misses = 0;
+            l.misses = 0;
             old
         };
-        // Entries (and their values) only `dirty` held are dropped here, outside the lock.
+        drop((new_read, new_dirty));
+        // Entries (and their values) only `dirty` held are dropped here, outside the lock,
+        // every one of them; the first destructor panic, if any, is resumed here (`Table`'s
+        // drop).
         drop(old_dirty);
         g.flush();
     }
@@ -150,8 +161,8 @@ where
         if !read.amended {
             return true;
         }
-        let d = self.mu.lock();
-        !d.m.as_ref().is_some_and(|m| m.values().any(|e| e.load(&g).is_some()))
+        let l = self.lock(&g);
+        !l.m.as_ref().is_some_and(|m| m.values().any(|e| e.load(&g).is_some()))
     }
 }
 
