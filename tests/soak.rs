@@ -1304,7 +1304,7 @@ struct HandOffStats {
 }
 
 /// One configuration of [`hand_off_soak`]: `procs` Ps for `dur`.
-fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) {
+fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandOffStats {
     let rt = goro::Builder::new().max_procs(procs).build().expect("build runtime");
     // Main is a G of its own, and this thread only waits for it: in `block_on`, the main
     // future runs on the calling thread alone, which also runs Gs meanwhile, and a G that holds
@@ -1453,16 +1453,12 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) {
         m.preemptions,
         m.threads
     );
-    assert!(stats.fired.n > 0 && stats.pings > 0, "no progress: {stats:?}");
-    // At 1 P the blocking consumer may get no value in a short run: each value brings its
-    // thread back from a syscall, and it waits for the one P, which Gs computing 200 ms at a
-    // time keep busy. Every value sent arrived all the same (checked above).
-    assert!(procs == 1 || stats.blocking_received > 0, "the blocking consumer made no progress: {stats:?}");
     assert!(
         stats.fired.max <= HAND_OFF_TIMER_BOUND,
         "a timer fired {:?} late (bound {HAND_OFF_TIMER_BOUND:?})",
         stats.fired.max
     );
+    stats
 }
 
 /// The scheduler's hand-off edges under a mixed load, at 1, 2 and 4 Ps for 120 s each
@@ -1482,7 +1478,8 @@ fn hand_off_soak() {
     let _w = watchdog("hand_off_soak", dur * 6 + Duration::from_secs(120));
     let seed = seed("hand_off_soak");
     for procs in [1, 2, 4] {
-        hand_off("hand_off_soak", procs, dur, seed);
+        let s = hand_off("hand_off_soak", procs, dur, seed);
+        assert!(s.fired.n > 0 && s.pings > 0 && s.blocking_received > 0, "no progress at {procs} P: {s:?}");
     }
 }
 
@@ -1491,7 +1488,9 @@ fn hand_off_soak_smoke() {
     let _serial = serial();
     let _w = watchdog("hand_off_soak_smoke", Duration::from_secs(120));
     let seed = seed("hand_off_soak_smoke");
-    // Long enough at 1 P for every G to have run (Gs computing 200 ms at a time hold the P).
+    // Long enough at 1 P for every G to have run (Gs computing 200 ms at a time hold the P),
+    // though not for every kind of progress on a loaded machine: the smoke checks what must
+    // hold however little ran (no timer early or over 1 s late, every value and ping arrived).
     for procs in [1, 2] {
         hand_off("hand_off_soak_smoke", procs, Duration::from_millis(1500), seed);
     }

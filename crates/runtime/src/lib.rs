@@ -24,10 +24,21 @@
 //! ```
 //!
 //! # Layout
-//! - `g` (private): the G object, its lifecycle word, waker and `JoinHandle`.
-//! - `runq`: a P's lock-free ring; `globrunq`: the global queue; `p`, `m`, `sched`: the
-//!   scheduler proper; `park`: thread parking; `context`: the current M and P.
-//! - `loom`: the synchronization shim that lets loom model-check all of the above.
+//! - `g`: the G object (`raw`), its lifecycle word (`state`), waker, `JoinHandle`, the
+//!   all-Gs list (`allgs`) and the free lists of G memory (`gfree`).
+//! - `p`: a P and its owner-only state; `runq`: a P's lock-free ring; `globrunq`: the global
+//!   queue; `sched`: the shared scheduler state (`newproc`, `ready`, `runqput`, `wakep`,
+//!   `startm`, `handoffp`); `m`: an M's loop (`schedule`, `findrunnable`, `stopm`,
+//!   `execute`); `context`: which M and P the current thread is.
+//! - `syscall`: `entersyscall`/`exitsyscall`; `sysmon`: the monitor thread (retake, preemption
+//!   requests, the blocked-poll hand-off, fairness turns); `coop`: cooperative preemption.
+//! - `timer`: the per-P timer heaps; `time`: `sleep` and the raw timer on them; `netpoll`: the
+//!   mio poller; `io`: registrations for `goro::net`.
+//! - `runtime`: `Builder`, `Runtime`, `run`, `go`; `entry`: how `#[goro::main]` runs main;
+//!   `block_on_thread`: the `*_blocking` calls; `yield_now`; `metrics`; `config`: the builder's
+//!   settings and the environment knobs; `park`: thread parking.
+//! - `loom`: the synchronization shim that lets loom model-check all of the above
+//!   (`loom_tests`).
 
 #![warn(missing_docs)]
 // Under loom there is no sysmon thread and no I/O (no mio): models call the parts they check
