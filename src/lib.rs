@@ -77,5 +77,7 @@ pub mod time;
 /// `runtime/metrics` packages).
 pub mod runtime {
     pub use goro_runtime::coop::{poll_proceed, should_yield};
-    pub use goro_runtime::{metrics, set_wait_reason, Metrics, HEADER_SIZE};
+    pub use goro_runtime::{
+        dump, goroutines, metrics, set_wait_reason, Goroutine, GoroutineStatus, Metrics, WaitReason, HEADER_SIZE,
+    };
 }

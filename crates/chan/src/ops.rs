@@ -104,6 +104,21 @@ impl<T> RecvOp<T> {
     /// call until the op is ready or cancelled.
     #[inline]
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        // SAFETY: forwarded.
+        let polled = unsafe { self.poll_op(chan, cx) };
+        if polled.is_pending() {
+            // Every time it returns `Pending`: the runtime clears the reason at each poll.
+            goro_runtime::set_wait_reason(WaitReason::ChanReceive);
+        }
+        polled
+    }
+
+    /// [`poll`](Self::poll) but for the wait reason.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline]
+    unsafe fn poll_op(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
@@ -145,7 +160,6 @@ impl<T> RecvOp<T> {
                     g.park_recv(sg);
                 }
                 drop(g);
-                goro_runtime::set_wait_reason(WaitReason::ChanReceive);
                 Poll::Pending
             }
         }
@@ -236,6 +250,26 @@ impl<T> SendOp<T> {
         value: &mut Option<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
+        // SAFETY: forwarded.
+        let polled = unsafe { self.poll_op(chan, value, cx) };
+        if polled.is_pending() {
+            // Every time it returns `Pending`: the runtime clears the reason at each poll.
+            goro_runtime::set_wait_reason(WaitReason::ChanSend);
+        }
+        polled
+    }
+
+    /// [`poll`](Self::poll) but for the wait reason.
+    ///
+    /// # Safety
+    /// As for [`poll`](Self::poll).
+    #[inline]
+    unsafe fn poll_op(
+        &mut self,
+        chan: &Chan<T>,
+        value: &mut Option<T>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
         if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
@@ -285,7 +319,6 @@ impl<T> SendOp<T> {
                     g.park_send(sg);
                 }
                 drop(g);
-                goro_runtime::set_wait_reason(WaitReason::ChanSend);
                 Poll::Pending
             }
         }

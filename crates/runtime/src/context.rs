@@ -58,6 +58,25 @@ pub(crate) fn current_p_of(ctx: Option<&MCtx>, shared: &Shared) -> Option<usize>
     ctx.p.get()
 }
 
+/// The goid of the G this thread is polling for `shared`: the G's, [`MAIN_FUTURE`] while it
+/// polls the main future of `block_on`, [`NO_PARENT`] elsewhere (a plain thread, another
+/// runtime, an M between polls).
+///
+/// [`MAIN_FUTURE`]: crate::g::raw::MAIN_FUTURE
+/// [`NO_PARENT`]: crate::g::raw::NO_PARENT
+pub(crate) fn current_goid(ctx: Option<&MCtx>, shared: &Shared) -> u64 {
+    use crate::g::raw::{MAIN_FUTURE, NO_PARENT};
+    match ctx {
+        Some(ctx) if ptr::eq(&*ctx.shared, shared) => match ctx.curg.get() {
+            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+            Some(g) => unsafe { g.as_ref() }.goid,
+            None if ctx.polling_main() => MAIN_FUTURE,
+            None => NO_PARENT,
+        },
+        _ => NO_PARENT,
+    }
+}
+
 /// `gfput`: recycles a dead G's block on the current P when this thread holds a P of `shared`,
 /// else gives it back to the allocator.
 pub(crate) fn gfput(shared: &Shared, class: u8, block: Block) {

@@ -68,6 +68,7 @@ mod syscall;
 mod sysmon;
 pub mod time;
 mod timer;
+mod traceback;
 mod yield_now;
 
 #[cfg(all(test, loom))]
@@ -84,5 +85,8 @@ pub mod shim {
 }
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;
-pub use runtime::{current_proc_index, go, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};
+pub use runtime::{
+    current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime,
+};
+pub use traceback::{Goroutine, GoroutineStatus};
 pub use yield_now::{yield_now, YieldNow};

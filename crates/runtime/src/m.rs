@@ -12,13 +12,14 @@
 use crate::context;
 use crate::coop;
 use crate::g::{self, GPtr};
-use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering::*};
+use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
 use crate::p::{self, P, P_RUNNING};
 use crate::park::Parker;
 use crate::runq;
 use crate::sched::Shared;
 use crate::timer;
 use std::cell::Cell;
+use std::panic::Location;
 use std::sync::{Arc as StdArc, Weak};
 use std::task::Wake;
 use std::task::Waker;
@@ -66,12 +67,20 @@ impl M {
     }
 }
 
-/// The main future's wake-up flag, for an M inside `block_on`.
+/// The main future of an M inside `block_on`: its wake-up flag, and what a dump shows of it
+/// (it is no G, but Go's goroutine 1 all the same).
 pub(crate) struct MainState {
     notified: AtomicBool,
     m: StdArc<M>,
     /// To wake the netpoller when M0 sleeps in it (weak: a waker may outlive the runtime).
     shared: Weak<Shared>,
+    /// Set while M0 polls the future.
+    pub(crate) polling: AtomicBool,
+    /// As `Header::wait_reason` and `Header::parked_at` for a G.
+    pub(crate) wait_reason: AtomicU8,
+    pub(crate) parked_at: AtomicU32,
+    /// Where `block_on` was called.
+    pub(crate) location: &'static Location<'static>,
 }
 
 impl Wake for MainState {
@@ -93,9 +102,17 @@ impl Wake for MainState {
 }
 
 impl MainState {
-    pub(crate) fn new(m: StdArc<M>, shared: &StdArc<Shared>) -> MainState {
+    pub(crate) fn new(m: StdArc<M>, shared: &StdArc<Shared>, location: &'static Location<'static>) -> MainState {
         // Notified from the start: the first thing block_on does is poll.
-        MainState { notified: AtomicBool::new(true), m, shared: StdArc::downgrade(shared) }
+        MainState {
+            notified: AtomicBool::new(true),
+            m,
+            shared: StdArc::downgrade(shared),
+            polling: AtomicBool::new(false),
+            wait_reason: AtomicU8::new(0),
+            parked_at: AtomicU32::new(0),
+            location,
+        }
     }
 
     pub(crate) fn take_notified(&self) -> bool {
@@ -182,6 +199,21 @@ impl MCtx {
     /// Whether this M is a thread inside `block_on`.
     pub(crate) fn is_main(&self) -> bool {
         self.main.is_some()
+    }
+
+    /// Whether this M is polling its main future right now.
+    pub(crate) fn polling_main(&self) -> bool {
+        self.main.as_ref().is_some_and(|m| m.polling.load(Relaxed))
+    }
+
+    /// The wait-reason slot of what this M polls: its G's, or its main future's.
+    pub(crate) fn with_wait_reason<R>(&self, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
+        match (self.curg.get(), &self.main) {
+            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+            (Some(g), _) => Some(f(&unsafe { g.as_ref() }.wait_reason)),
+            (None, Some(main)) if main.polling.load(Relaxed) => Some(f(&main.wait_reason)),
+            _ => None,
+        }
     }
 
     fn main_pending(&self) -> bool {

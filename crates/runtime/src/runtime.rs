@@ -187,10 +187,12 @@ impl Runtime {
     /// let n = rt.block_on(async { local.len() });
     /// assert_eq!(n, 8);
     /// ```
+    #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let shared = &self.shared;
         let m = StdArc::new(M::new());
-        let main = StdArc::new(MainState::new(m.clone(), shared));
+        let main = StdArc::new(MainState::new(m.clone(), shared, Location::caller()));
+        shared.mains.lock().push(main.clone());
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
         let _enter = context::enter(&ctx);
         shared.ensure_sysmon();
@@ -198,7 +200,7 @@ impl Runtime {
         if let Some(p) = shared.pidleget() {
             ctx.acquirep(p);
         }
-        let _leave = LeaveBlockOn(&ctx);
+        let _leave = LeaveBlockOn(&ctx, &main);
         let waker = Waker::from(main.clone());
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
@@ -214,7 +216,11 @@ impl Runtime {
                     }
                 }
                 ctx.poll_start(0);
+                main.wait_reason.store(0, Relaxed);
+                main.polling.store(true, Relaxed);
                 let polled = future.as_mut().poll(&mut cx);
+                main.polling.store(false, Relaxed);
+                main.parked_at.store(shared.coarse_ms(), Relaxed);
                 ctx.poll_end();
                 crate::coop::run_poll_end();
                 ctx.check_detached(None);
@@ -264,6 +270,35 @@ impl Runtime {
     /// ```
     pub fn metrics(&self) -> Metrics {
         Metrics::collect(&self.shared)
+    }
+
+    /// Every G of this runtime, as [`goroutines`] lists them.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().build().unwrap();
+    /// let (tx, rx) = goro::chan::<()>(0);
+    /// let h = rt.spawn(async move { rx.recv().await });
+    /// while !rt.goroutines().iter().any(|g| g.wait_reason == Some(goro::WaitReason::ChanReceive)) {
+    ///     std::thread::yield_now();
+    /// }
+    /// drop(tx);
+    /// assert_eq!(h.join().unwrap(), None);
+    /// ```
+    pub fn goroutines(&self) -> Vec<crate::Goroutine> {
+        crate::traceback::goroutines_of(&self.shared)
+    }
+
+    /// Every G of this runtime, as [`dump`] prints them.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().build().unwrap();
+    /// let h = rt.spawn(async { goro::time::sleep(std::time::Duration::from_millis(20)).await });
+    /// let dump = rt.dump();
+    /// assert!(dump.starts_with("goroutine "), "{dump}");
+    /// h.join().unwrap();
+    /// ```
+    pub fn dump(&self) -> String {
+        crate::traceback::dump_of(&self.shared)
     }
 
     fn shutdown(&mut self) {
@@ -333,15 +368,17 @@ impl Drop for Runtime {
 }
 
 /// Leaving `block_on` (also by panic): give the P up and stop counting the main G.
-struct LeaveBlockOn<'a>(&'a MCtx);
+struct LeaveBlockOn<'a>(&'a MCtx, &'a StdArc<MainState>);
 
 impl Drop for LeaveBlockOn<'_> {
     fn drop(&mut self) {
-        // The main future's last poll may have unwound past `run_poll_end`.
+        // The main future's last poll may have unwound past `run_poll_end` and its flag.
         crate::coop::run_poll_end();
+        self.1.polling.store(false, Relaxed);
         if let Some(p) = self.0.releasep() {
             self.0.shared.handoffp(p);
         }
+        self.0.shared.mains.lock().retain(|m| !StdArc::ptr_eq(m, self.1));
         self.0.shared.nmains.fetch_sub(1, Relaxed);
     }
 }
@@ -363,6 +400,7 @@ impl Drop for LeaveBlockOn<'_> {
 ///
 /// # Panics
 /// If the runtime cannot be built (the OS refuses a thread), or if `future` panics.
+#[track_caller]
 pub fn run<F: Future>(future: F) -> F::Output {
     let rt = Builder::new().build().unwrap_or_else(|e| panic!("goro::run: cannot build the runtime: {e}"));
     rt.block_on(future)
@@ -463,9 +501,70 @@ pub fn metrics() -> Metrics {
     })
 }
 
-/// Records why the current G is about to wait (Go's `gopark` reason), for debugging output.
-/// Channel and lock implementations call it before returning `Pending`; outside a G it does
-/// nothing.
+/// Every G of the current runtime (Go's goroutine profile): its id, status, wait reason and
+/// how long it has waited, where it was spawned and by which G. The main future of
+/// [`Runtime::block_on`] comes first, as id 0.
+///
+/// ```
+/// goro::run(async {
+///     let (tx, rx) = goro::chan::<u32>(0);
+///     let h = goro::go(async move { rx.recv().await });
+///     goro::yield_now().await; // let it park
+///     let gs = goro::runtime::goroutines();
+///     let g = gs.iter().find(|g| g.id == h.id()).unwrap();
+///     assert_eq!(g.wait_reason, Some(goro::WaitReason::ChanReceive));
+///     assert_eq!(g.status, goro::runtime::GoroutineStatus::Waiting);
+///     tx.send(1).await.unwrap();
+///     assert_eq!(h.await.unwrap(), Some(1));
+/// });
+/// ```
+///
+/// # Panics
+/// Outside a goro runtime; use [`Runtime::goroutines`] there.
+pub fn goroutines() -> Vec<crate::Goroutine> {
+    context::with(|ctx| match ctx {
+        Some(c) => crate::traceback::goroutines_of(&c.shared),
+        None => panic!("goro::runtime::goroutines called outside a goro runtime; use Runtime::goroutines"),
+    })
+}
+
+/// Every G of the current runtime in Go's shape (`runtime.Stack(buf, true)`), one block per G:
+///
+/// ```text
+/// goroutine 7 [chan receive, 2 minutes]:
+/// created by goroutine 1 at src/main.rs:14:9
+/// ```
+///
+/// The bracket says what it does (`running`, `runnable`, `syscall`) or what it waits on (Go's
+/// words: `chan receive`, `select`, `sync.WaitGroup.Wait`, ...; `future` for a future that is
+/// not goro's), and from a minute on, for how long. A goro G has no stack to print; where it
+/// was spawned, and by which G, stands in for it.
+///
+/// ```
+/// goro::run(async {
+///     let (_tx, rx) = goro::chan::<u32>(0);
+///     let h = goro::go(async move { rx.recv().await });
+///     goro::yield_now().await; // let it park
+///     let dump = goro::runtime::dump();
+///     assert!(dump.contains(&format!("goroutine {} [chan receive]:", h.id())), "{dump}");
+///     h.abort();
+/// });
+/// ```
+///
+/// # Panics
+/// Outside a goro runtime; use [`Runtime::dump`] there.
+pub fn dump() -> String {
+    context::with(|ctx| match ctx {
+        Some(c) => crate::traceback::dump_of(&c.shared),
+        None => panic!("goro::runtime::dump called outside a goro runtime; use Runtime::dump"),
+    })
+}
+
+/// Records why the current G is about to wait (Go's `gopark` reason), which
+/// [`dump`](crate::dump) and [`goroutines`](crate::goroutines) show. goro's channels, locks,
+/// timers and sockets call it every time they return `Pending`; the runtime clears it when the
+/// G's next poll starts, so the primitive of another crate that parks a G may call it too
+/// (otherwise the G shows as waiting on a `future`). Outside a G it does nothing.
 ///
 /// ```
 /// goro::run(async {
@@ -474,9 +573,8 @@ pub fn metrics() -> Metrics {
 /// ```
 pub fn set_wait_reason(reason: crate::g::WaitReason) {
     context::with(|ctx| {
-        if let Some(g) = ctx.and_then(|c| c.curg.get()) {
-            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
-            unsafe { g.as_ref() }.set_wait_reason(reason);
+        if let Some(ctx) = ctx {
+            ctx.with_wait_reason(|slot| slot.store(reason as u8, Relaxed));
         }
     })
 }

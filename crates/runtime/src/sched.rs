@@ -25,7 +25,7 @@ use crate::g::gfree::GlobalFree;
 use crate::g::raw::{self, Header};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::globrunq::GlobalQueue;
-use crate::loom::{fence, thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
+use crate::loom::{fence, thread, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use crate::m::{self, M};
 use crate::netpoll::Netpoll;
 use crate::p::{self, RandomOrder, P, P_DETACHED, P_IDLE};
@@ -109,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) nthreads: AtomicUsize,
     /// Threads inside `block_on` right now (each is an M, and its future a main G).
     pub(crate) nmains: AtomicUsize,
+    /// Their main futures, for the dump.
+    pub(crate) mains: Mutex<Vec<StdArc<crate::m::MainState>>>,
     pub(crate) handoffs: AtomicU64,
     /// `Idle::syscall_waiters.len()`, readable without the lock: `findrunnable` looks at it
     /// every 61st tick to give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
@@ -125,6 +127,10 @@ pub(crate) struct Shared {
     pub(crate) preemptions: AtomicU64,
     /// The P slot [`Shared::timer_home`] returned last (a hint).
     timer_home: AtomicUsize,
+    /// Milliseconds since the runtime started, updated by sysmon every round: the clock of
+    /// `Header::parked_at`, cheap enough to read at every park (Go stamps `waitsince` lazily
+    /// for the same reason).
+    coarse_ms: CachePadded<AtomicU32>,
 }
 
 impl Shared {
@@ -156,6 +162,7 @@ impl Shared {
             mcount: AtomicUsize::new(0),
             nthreads: AtomicUsize::new(0),
             nmains: AtomicUsize::new(0),
+            mains: Mutex::new(Vec::new()),
             handoffs: AtomicU64::new(0),
             syscall_waiting: AtomicUsize::new(0),
             spawned_off_p: AtomicU64::new(0),
@@ -171,6 +178,7 @@ impl Shared {
             blocked_polls: AtomicU64::new(0),
             preemptions: AtomicU64::new(0),
             timer_home: AtomicUsize::new(0),
+            coarse_ms: CachePadded::new(AtomicU32::new(0)),
         })
     }
 
@@ -195,6 +203,18 @@ impl Shared {
         let p = self.ps.iter().position(|p| p::in_use(p.status.load(Acquire))).expect("goro: no P slot in use");
         self.timer_home.store(p, Relaxed);
         p
+    }
+
+    /// Milliseconds since the runtime started, as of sysmon's last round (see `coarse_ms`).
+    #[inline]
+    pub(crate) fn coarse_ms(&self) -> u32 {
+        self.coarse_ms.load(Relaxed)
+    }
+
+    /// Moves the coarse clock to now (sysmon, every round).
+    pub(crate) fn tick_coarse_ms(&self) {
+        let ms = self.start.elapsed().as_millis();
+        self.coarse_ms.store(u32::try_from(ms).unwrap_or(u32::MAX), Relaxed);
     }
 
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
@@ -240,25 +260,29 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let g = context::with(|ctx| match context::current_p_of(ctx, self) {
-            Some(pid) => {
-                let p = &self.ps[pid];
-                // SAFETY: this thread owns `p`; allocation polls and drops nothing.
-                let (g, reused) = unsafe {
-                    p.with_local(|l| {
-                        let goid = l.next_goid(&self.goidgen);
-                        raw::allocate(future, self, goid, location, Some(&mut l.gfree))
-                    })
-                };
-                p::bump(&p.stats.spawned, 1);
-                if reused {
-                    p::bump(&p.stats.gfree_reused, 1);
+        let g = context::with(|ctx| {
+            let parent = context::current_goid(ctx, self);
+            match context::current_p_of(ctx, self) {
+                Some(pid) => {
+                    let p = &self.ps[pid];
+                    // SAFETY: this thread owns `p`; allocation polls and drops nothing.
+                    let (g, reused) = unsafe {
+                        p.with_local(|l| {
+                            let goid = l.next_goid(&self.goidgen);
+                            raw::allocate(future, self, goid, parent, location, Some(&mut l.gfree))
+                        })
+                    };
+                    p::bump(&p.stats.spawned, 1);
+                    if reused {
+                        p::bump(&p.stats.gfree_reused, 1);
+                    }
+                    g
                 }
-                g
-            }
-            None => {
-                self.spawned_off_p.fetch_add(1, Relaxed);
-                raw::allocate(future, self, self.goidgen.fetch_add(1, Relaxed), location, None).0
+                None => {
+                    self.spawned_off_p.fetch_add(1, Relaxed);
+                    let goid = self.goidgen.fetch_add(1, Relaxed);
+                    raw::allocate(future, self, goid, parent, location, None).0
+                }
             }
         });
         if !self.allgs.insert(g) {

@@ -16,6 +16,7 @@ use crate::context;
 use crate::loom::Ordering::*;
 use crate::m::MCtx;
 use crate::p::{self, P_RUNNING, P_SYSCALL};
+use crate::WaitReason;
 
 /// Runs `f`, a call that may block its thread (file I/O, a blocking library call, a lock held
 /// by another thread), letting the runtime hand this G's P to another M meanwhile, so the Gs
@@ -62,6 +63,8 @@ impl MCtx {
         crate::coop::run_poll_end();
         let pp = &self.shared.ps[pid];
         p::bump(&pp.stats.syscalltick, 1);
+        // What the dump shows of the G meanwhile (`exitsyscall` clears it).
+        self.with_wait_reason(|r| r.store(WaitReason::Syscall as u8, Relaxed));
         self.releasep();
         // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the P.
         pp.status.store(P_SYSCALL, Release);
@@ -71,6 +74,7 @@ impl MCtx {
     /// Go's `exitsyscall`: takes P `pid` back if sysmon left it, else another idle P, else
     /// waits for one (or for shutdown, when it goes on without a P).
     pub(crate) fn exitsyscall(&self, pid: usize) {
+        self.with_wait_reason(|r| r.store(0, Relaxed));
         let pp = &self.shared.ps[pid];
         if pp.status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
             self.acquirep(pid);

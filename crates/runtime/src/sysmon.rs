@@ -126,6 +126,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
                 sh.sysmon.parker.park();
             }
             sh.sysmon.waiting.store(false, SeqCst);
+            sh.tick_coarse_ms();
             delay = MIN_DELAY;
             quiet = 0;
             continue;
@@ -134,6 +135,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         if sh.sysmon.stop.load(Acquire) {
             break;
         }
+        sh.tick_coarse_ms();
         let now = Instant::now();
         // As in Go, only handing a P off resets the sleep to its shortest: that is when Ms are
         // blocking, and more may follow. A preemption request or a network poll does not (a

@@ -25,6 +25,8 @@ use std::task::Waker;
 pub trait Case: Sync + sealed::Sealed {
     /// The lock-order key of the case's channel (its address); `None` for a nil channel.
     fn key(&self) -> Option<usize>;
+    /// Whether it is a send case (for the wait reason of a select on nil channels).
+    fn is_send(&self) -> bool;
     /// Locks the case's channel.
     fn lock(&self);
     /// # Safety
@@ -146,6 +148,9 @@ unsafe impl<T: Send> Sync for RecvCase<'_, T> {}
 unsafe impl<T: Send> Send for RecvCase<'_, T> {}
 
 impl<T: Send> Case for RecvCase<'_, T> {
+    fn is_send(&self) -> bool {
+        false
+    }
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
     }
@@ -335,6 +340,9 @@ unsafe impl<T: Send> Sync for SendCase<'_, T> {}
 unsafe impl<T: Send> Send for SendCase<'_, T> {}
 
 impl<T: Send> Case for SendCase<'_, T> {
+    fn is_send(&self) -> bool {
+        true
+    }
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
     }

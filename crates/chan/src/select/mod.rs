@@ -76,6 +76,19 @@ impl<const N: usize> fmt::Debug for SelectFuture<'_, N> {
     }
 }
 
+/// Why a select that waits waits, in Go's words: `select (no cases)` for Go's `select {}`, a
+/// nil channel's `chan receive (nil chan)` or `chan send (nil chan)` for a lone case on `None`
+/// (Go's `<-ch` on a nil channel), else `select`.
+fn park_reason(cases: &[&dyn Case]) -> goro_runtime::WaitReason {
+    use goro_runtime::WaitReason;
+    match cases {
+        [] => WaitReason::SelectNoCases,
+        [c] if c.key().is_none() && c.is_send() => WaitReason::ChanSendNilChan,
+        [c] if c.key().is_none() => WaitReason::ChanReceiveNilChan,
+        _ => WaitReason::Select,
+    }
+}
+
 /// The state of one select, shared by the static and the dynamic form.
 pub(crate) struct Core {
     shared: SelectShared,
@@ -90,6 +103,16 @@ impl Core {
 
     /// One poll of the select. `self` must be pinned (sudogs point at `self.shared`).
     pub(crate) fn poll(&self, cases: &[&dyn Case], has_default: bool, cx: &mut Context<'_>) -> Poll<Option<usize>> {
+        let polled = self.poll_select(cases, has_default, cx);
+        if polled.is_pending() {
+            // Every time it returns `Pending`: the runtime clears the reason at each poll.
+            goro_runtime::set_wait_reason(park_reason(cases));
+        }
+        polled
+    }
+
+    /// [`poll`](Self::poll) but for the wait reason.
+    fn poll_select(&self, cases: &[&dyn Case], has_default: bool, cx: &mut Context<'_>) -> Poll<Option<usize>> {
         if self.armed.get() {
             if self.shared.winner().is_none() {
                 self.shared.set_waker(cx.waker());
@@ -137,7 +160,6 @@ impl Core {
             }
             self.armed.set(true);
             unlock_all(cases, lockorder);
-            goro_runtime::set_wait_reason(goro_runtime::WaitReason::Select);
             Poll::Pending
         });
         if let Some(w) = wake {

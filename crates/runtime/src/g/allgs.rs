@@ -123,6 +123,25 @@ impl AllGs {
         None
     }
 
+    /// Calls `f` with the header of every G in the list, one shard at a time under its lock
+    /// (`f` must not touch the list; it sees Gs that finished but are not unlinked yet too).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
+        for shard in self.shards.iter() {
+            let s = shard.lock();
+            let mut cur = s.head;
+            while let Some(g) = cur {
+                // SAFETY: under the shard lock a linked G is live (the list holds a reference on
+                // it), and its links are written only under this lock.
+                let (h, next) = unsafe {
+                    let h = g.as_ref();
+                    (h, h.all_next.with(|n| *n))
+                };
+                f(h);
+                cur = next;
+            }
+        }
+    }
+
     /// Live Gs (for `num_goroutine`).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()

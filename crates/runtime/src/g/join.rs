@@ -127,7 +127,18 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let polled = self.poll_join(cx);
+        if polled.is_pending() {
+            crate::set_wait_reason(crate::WaitReason::Join);
+        }
+        polled
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// [`poll`](Future::poll) but for the wait reason.
+    fn poll_join(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
         let this = &mut *self;
         let state = &this.header().state;
         let snap = state.load();

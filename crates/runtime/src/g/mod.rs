@@ -11,6 +11,7 @@ pub(crate) mod waker;
 pub use join::{JoinError, JoinHandle};
 pub use raw::{WaitReason, HEADER_SIZE};
 
+use crate::loom::Ordering::Relaxed;
 use raw::Header;
 use state::{ToIdle, ToRunning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -47,6 +48,8 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
             return None;
         }
     }
+    // Whatever the G waited on before is over; a primitive that parks it again says why.
+    h.wait_reason.store(0, Relaxed);
     // SAFETY: RUNNING is ours.
     let ready = unsafe { (h.vtable.poll)(g) };
     if ready {
@@ -54,6 +57,9 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
         unsafe { complete(g, true) };
         return None;
     }
+    // When it parked, if it parks (written before the transition: once the G is idle, another
+    // M may run and free it). A G woken during the poll is re-queued; the time is unused then.
+    h.parked_at.store(h.shared().coarse_ms(), Relaxed);
     match h.state.transition_to_idle() {
         ToIdle::Idle => None,
         ToIdle::Requeue => Some(g),

@@ -9,7 +9,7 @@
 use super::gfree::{self, Block};
 use super::state::State;
 use super::JoinError;
-use crate::loom::{AtomicBool, AtomicU8, Ordering, UnsafeCell};
+use crate::loom::{AtomicU32, AtomicU8, Ordering, UnsafeCell};
 use crate::sched::Shared;
 use std::alloc::Layout;
 use std::future::Future;
@@ -20,21 +20,24 @@ use std::ptr::NonNull;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Waker};
 
-/// Why a G is waiting (Go's `waitReason`), shown by debugging output. Set by the code that parks
-/// the G (a channel op, a lock); the runtime only stores it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a G is waiting (Go's `waitReason`), as [`dump`](crate::dump) and
+/// [`goroutines`](crate::goroutines) show it. Every goro primitive that parks a G sets it
+/// whenever it returns `Pending` ([`set_wait_reason`](crate::set_wait_reason)); the runtime
+/// clears it when the G's next poll starts, so a G parked on some other crate's future shows
+/// [`Future`](WaitReason::Future), never a stale reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 #[non_exhaustive]
 pub enum WaitReason {
-    /// Not waiting, or nobody said why.
-    Unknown = 0,
+    /// Nobody said why: a G parked on a future that is not goro's (`future`).
+    Future = 0,
     /// `chan receive`.
     ChanReceive,
     /// `chan send`.
     ChanSend,
     /// `select`.
     Select,
-    /// `sync.Mutex.Lock`, `sync.RWMutex` and friends.
+    /// `sync.Mutex.Lock`.
     SyncMutexLock,
     /// `sync.WaitGroup.Wait`.
     SyncWaitGroupWait,
@@ -42,21 +45,57 @@ pub enum WaitReason {
     Sleep,
     /// `IO wait`.
     IoWait,
-    /// `syscall`.
+    /// `syscall` (inside [`syscall`](crate::syscall), or a `*_blocking` call in a G).
     Syscall,
     /// `sync.RWMutex.RLock`.
     SyncRwMutexRLock,
     /// `sync.RWMutex.Lock`.
     SyncRwMutexLock,
-    /// `semacquire` (a weighted semaphore, `sync.Once` waiting for the first call, a `Pool`).
+    /// `semacquire` (a weighted semaphore, `sync.Once` waiting for the first call).
     SemAcquire,
+    /// `select (no cases)`: Go's `select {}`, a `select!` with no case at all.
+    SelectNoCases,
+    /// `chan receive (nil chan)`: a receive case on `None` alone.
+    ChanReceiveNilChan,
+    /// `chan send (nil chan)`: a send case on `None` alone.
+    ChanSendNilChan,
+    /// `sync.Cond.Wait`.
+    SyncCondWait,
+    /// `goroutine join`: awaiting a [`JoinHandle`](crate::JoinHandle) (Go has no such thing;
+    /// named for what it is).
+    Join,
 }
 
 impl WaitReason {
+    const ALL: [WaitReason; 17] = [
+        WaitReason::Future,
+        WaitReason::ChanReceive,
+        WaitReason::ChanSend,
+        WaitReason::Select,
+        WaitReason::SyncMutexLock,
+        WaitReason::SyncWaitGroupWait,
+        WaitReason::Sleep,
+        WaitReason::IoWait,
+        WaitReason::Syscall,
+        WaitReason::SyncRwMutexRLock,
+        WaitReason::SyncRwMutexLock,
+        WaitReason::SemAcquire,
+        WaitReason::SelectNoCases,
+        WaitReason::ChanReceiveNilChan,
+        WaitReason::ChanSendNilChan,
+        WaitReason::SyncCondWait,
+        WaitReason::Join,
+    ];
+
     /// Go's text for the reason, as `runtime.Stack` prints it.
+    ///
+    /// ```
+    /// assert_eq!(goro::WaitReason::ChanReceive.as_str(), "chan receive");
+    /// assert_eq!(goro::WaitReason::Future.as_str(), "future");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
-            WaitReason::Unknown => "",
+            WaitReason::Future => "future",
             WaitReason::ChanReceive => "chan receive",
             WaitReason::ChanSend => "chan send",
             WaitReason::Select => "select",
@@ -68,24 +107,22 @@ impl WaitReason {
             WaitReason::SyncRwMutexRLock => "sync.RWMutex.RLock",
             WaitReason::SyncRwMutexLock => "sync.RWMutex.Lock",
             WaitReason::SemAcquire => "semacquire",
+            WaitReason::SelectNoCases => "select (no cases)",
+            WaitReason::ChanReceiveNilChan => "chan receive (nil chan)",
+            WaitReason::ChanSendNilChan => "chan send (nil chan)",
+            WaitReason::SyncCondWait => "sync.Cond.Wait",
+            WaitReason::Join => "goroutine join",
         }
     }
 
-    fn from_u8(v: u8) -> WaitReason {
-        match v {
-            1 => WaitReason::ChanReceive,
-            2 => WaitReason::ChanSend,
-            3 => WaitReason::Select,
-            4 => WaitReason::SyncMutexLock,
-            5 => WaitReason::SyncWaitGroupWait,
-            6 => WaitReason::Sleep,
-            7 => WaitReason::IoWait,
-            8 => WaitReason::Syscall,
-            9 => WaitReason::SyncRwMutexRLock,
-            10 => WaitReason::SyncRwMutexLock,
-            11 => WaitReason::SemAcquire,
-            _ => WaitReason::Unknown,
-        }
+    pub(crate) fn from_u8(v: u8) -> WaitReason {
+        WaitReason::ALL.get(usize::from(v)).copied().unwrap_or(WaitReason::Future)
+    }
+}
+
+impl std::fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -119,11 +156,17 @@ pub(crate) struct Header {
     pub(crate) location: &'static Location<'static>,
     /// The join waker slot; see the ownership rule in [`state`](super::state).
     pub(crate) join_waker: UnsafeCell<Option<Waker>>,
+    /// Why the G waits: set by the primitive that parks it, cleared when a poll starts (see
+    /// [`WaitReason`]).
     pub(crate) wait_reason: AtomicU8,
-    /// Set by sysmon when the G has run too long; honoured at the next yield point.
-    pub(crate) preempt: AtomicBool,
     /// The free-list size class of the block, or `u8::MAX` for a G allocated on its own.
     class: u8,
+    /// When the G last parked, on the runtime's coarse clock (`Shared::coarse_ms`): written
+    /// only when a poll ends with the G waiting, read by the dump.
+    pub(crate) parked_at: AtomicU32,
+    /// The goid of the G that spawned this one: [`MAIN_FUTURE`] for the main future of
+    /// `block_on`, [`NO_PARENT`] when spawned from outside any G.
+    pub(crate) parent: u64,
 }
 
 // SAFETY: every mutable field of the header is either atomic or guarded as documented on it
@@ -164,15 +207,16 @@ impl Header {
         unsafe { &*self.shared }
     }
 
-    #[allow(dead_code)] // read by tracebacks and tests
     pub(crate) fn wait_reason(&self) -> WaitReason {
         WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
     }
-
-    pub(crate) fn set_wait_reason(&self, r: WaitReason) {
-        self.wait_reason.store(r as u8, Ordering::Relaxed);
-    }
 }
+
+/// The id under which the main future of `block_on` (not a G, but main all the same) appears
+/// in a dump and as a parent.
+pub(crate) const MAIN_FUTURE: u64 = 0;
+/// `Header::parent` of a G spawned from outside any G (a plain thread).
+pub(crate) const NO_PARENT: u64 = u64::MAX;
 
 /// Size in bytes of the G header, for the memory report.
 pub const HEADER_SIZE: usize = std::mem::size_of::<Header>();
@@ -185,6 +229,7 @@ pub(crate) fn allocate<F>(
     future: F,
     shared: &StdArc<Shared>,
     goid: u64,
+    parent: u64,
     location: &'static Location<'static>,
     local: Option<&mut gfree::LocalFree>,
 ) -> (NonNull<Header>, bool)
@@ -226,8 +271,9 @@ where
             location,
             join_waker: UnsafeCell::new(None),
             wait_reason: AtomicU8::new(0),
-            preempt: AtomicBool::new(false),
             class: class.unwrap_or(u8::MAX),
+            parked_at: AtomicU32::new(0),
+            parent,
         },
         stage: UnsafeCell::new(Stage::Running(future)),
     };

@@ -1,0 +1,193 @@
+//! What every G is doing: [`goroutines`] (Go's goroutine profile) and [`dump`] (Go's
+//! `runtime.Stack(buf, true)`, what `SIGQUIT` and the deadlock report print).
+//!
+//! A Go traceback shows each goroutine's stack; a goro G is a future, whose "stack" is its
+//! state machine, so the dump shows instead what the G waits on (Go's wait reason, set by the
+//! goro primitive that parked it) and where it was spawned, by whom. Everything is read from
+//! `allgs` under its shard locks and from the G headers' atomics: the dump stops nothing, and
+//! costs the running Gs nothing but the reason and park time they write when they park.
+//!
+//! The main future of `Runtime::block_on` is no G, but it is Go's goroutine 1 all the same:
+//! it appears as goroutine 0, "the main future", with its own wait reason.
+
+use crate::g::raw::{Header, WaitReason, MAIN_FUTURE, NO_PARENT};
+use crate::g::state::Snapshot;
+use crate::loom::Ordering::Relaxed;
+use crate::sched::Shared;
+use std::fmt::{self, Write as _};
+use std::panic::Location;
+use std::time::Duration;
+
+/// What a G is doing (Go's `_Grunning`, `_Grunnable`, `_Gwaiting`, `_Gsyscall`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GoroutineStatus {
+    /// An M is polling it.
+    Running,
+    /// In a run queue, or about to be: it will run when a P gets to it.
+    Runnable,
+    /// Parked until something wakes it; [`Goroutine::wait_reason`] says what.
+    Waiting,
+    /// Inside [`syscall`](crate::syscall) (or a `*_blocking` call, which is one).
+    Syscall,
+}
+
+/// One G as [`goroutines`](crate::goroutines) sees it (a row of Go's goroutine profile).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Goroutine {
+    /// Go's goroutine id; 0 for the main future of [`Runtime::block_on`](crate::Runtime::block_on),
+    /// which is no G but is the program's main all the same.
+    pub id: u64,
+    /// What it is doing.
+    pub status: GoroutineStatus,
+    /// Why it waits, while [`Waiting`](GoroutineStatus::Waiting) (Go's words: `chan receive`,
+    /// `sync.Mutex.Lock`, ...; [`Future`](WaitReason::Future) for a future that is not
+    /// goro's), and [`Syscall`](WaitReason::Syscall) in a syscall.
+    pub wait_reason: Option<WaitReason>,
+    /// How long it has waited, while waiting (to about 10 ms: the runtime's coarse clock).
+    pub waited: Option<Duration>,
+    /// Where it was spawned (`go`, `Runtime::spawn`), or where `block_on` was called.
+    pub location: &'static Location<'static>,
+    /// The id of the G that spawned it (0: the main future of `block_on`); `None` if it was
+    /// spawned from outside any G (a plain thread), and for the main future itself.
+    pub parent: Option<u64>,
+}
+
+impl Goroutine {
+    /// The first line of its block in a dump, Go's `goroutineheader`:
+    /// `goroutine 7 [chan receive, 2 minutes]:`.
+    fn header(&self, out: &mut String) {
+        let state = match (self.status, self.wait_reason) {
+            (GoroutineStatus::Running, _) => "running",
+            (GoroutineStatus::Runnable, _) => "runnable",
+            (GoroutineStatus::Syscall, _) => "syscall",
+            (GoroutineStatus::Waiting, r) => r.unwrap_or(WaitReason::Future).as_str(),
+        };
+        let _ = write!(out, "goroutine {} [{state}", self.id);
+        // As Go: the time only from a minute on.
+        if let Some(w) = self.waited.filter(|w| *w >= Duration::from_secs(60)) {
+            let min = w.as_secs() / 60;
+            let _ = write!(out, ", {min} minute{}", if min == 1 { "" } else { "s" });
+        }
+        out.push_str("]:\n");
+    }
+}
+
+impl fmt::Display for Goroutine {
+    /// Its block in a dump: the header line, then where it came from.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.header(&mut s);
+        match (self.id, self.parent) {
+            (MAIN_FUTURE, _) => {
+                let _ = writeln!(s, "main future of block_on, called at {}", self.location);
+            }
+            (_, Some(MAIN_FUTURE)) => {
+                let _ = writeln!(s, "created by the main future at {}", self.location);
+            }
+            (_, Some(p)) => {
+                let _ = writeln!(s, "created by goroutine {p} at {}", self.location);
+            }
+            (_, None) => {
+                let _ = writeln!(s, "created outside any goroutine at {}", self.location);
+            }
+        }
+        f.write_str(&s)
+    }
+}
+
+/// The status of a G from its lifecycle word and wait reason; `None` once it is complete.
+fn status_of(state: Snapshot, reason: WaitReason) -> Option<GoroutineStatus> {
+    Some(if state.is_complete() {
+        return None;
+    } else if state.is_running() {
+        if reason == WaitReason::Syscall {
+            GoroutineStatus::Syscall
+        } else {
+            GoroutineStatus::Running
+        }
+    } else if state.is_notified() {
+        GoroutineStatus::Runnable
+    } else {
+        GoroutineStatus::Waiting
+    })
+}
+
+/// How long since `parked_at` on the coarse clock.
+fn waited_since(sh: &Shared, parked_at: u32) -> Duration {
+    Duration::from_millis(u64::from(sh.coarse_ms().saturating_sub(parked_at)))
+}
+
+impl Goroutine {
+    /// A G's row, from its header (under its `allgs` shard lock); `None` if it is complete.
+    fn of(sh: &Shared, h: &Header) -> Option<Goroutine> {
+        let reason = h.wait_reason();
+        let status = status_of(h.state.load(), reason)?;
+        let waiting = status == GoroutineStatus::Waiting;
+        Some(Goroutine {
+            id: h.goid,
+            status,
+            wait_reason: match status {
+                GoroutineStatus::Waiting => Some(reason),
+                GoroutineStatus::Syscall => Some(WaitReason::Syscall),
+                _ => None,
+            },
+            waited: waiting.then(|| waited_since(sh, h.parked_at.load(Relaxed))),
+            location: h.location,
+            parent: (h.parent != NO_PARENT).then_some(h.parent),
+        })
+    }
+}
+
+/// Every live G of `sh`, the main futures of `block_on` first, then by id.
+pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
+    let mut out: Vec<Goroutine> = sh
+        .mains
+        .lock()
+        .iter()
+        .map(|m| {
+            let reason = WaitReason::from_u8(m.wait_reason.load(Relaxed));
+            let status = if m.polling.load(Relaxed) {
+                if reason == WaitReason::Syscall {
+                    GoroutineStatus::Syscall
+                } else {
+                    GoroutineStatus::Running
+                }
+            } else if m.is_notified() {
+                GoroutineStatus::Runnable
+            } else {
+                GoroutineStatus::Waiting
+            };
+            Goroutine {
+                id: MAIN_FUTURE,
+                status,
+                wait_reason: match status {
+                    GoroutineStatus::Waiting => Some(reason),
+                    GoroutineStatus::Syscall => Some(WaitReason::Syscall),
+                    _ => None,
+                },
+                waited: (status == GoroutineStatus::Waiting).then(|| waited_since(sh, m.parked_at.load(Relaxed))),
+                location: m.location,
+                parent: None,
+            }
+        })
+        .collect();
+    let mains = out.len();
+    sh.allgs.for_each(|h| out.extend(Goroutine::of(sh, h)));
+    out[mains..].sort_unstable_by_key(|g| g.id);
+    out
+}
+
+/// Every G as [`dump`] prints them, one block each, separated by blank lines.
+pub(crate) fn dump_of(sh: &Shared) -> String {
+    let gs = goroutines_of(sh);
+    let mut s = String::new();
+    for (i, g) in gs.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = write!(s, "{g}");
+    }
+    s
+}
