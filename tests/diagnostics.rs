@@ -277,4 +277,3 @@ fn runtime_goroutines_from_a_plain_thread() {
     tx.send_blocking(3).unwrap();
     assert_eq!(h.join().unwrap(), Some(3));
 }
-

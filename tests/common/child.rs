@@ -5,7 +5,7 @@
 
 use super::HANG;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "GORO_TEST_CHILD";
@@ -23,10 +23,29 @@ pub struct ChildOutput {
 /// Runs this test binary again with only `test` selected, with the goro variables cleared and
 /// then set to `env`. Fails if the child fails or runs past the hang limit.
 pub fn run_child(test: &str, env: &[(&str, &str)]) -> ChildOutput {
+    let (status, output) = run_child_status(test, env);
+    assert!(
+        status.success(),
+        "child {test} with {env:?} failed ({status}):\n--- stdout\n{}\n--- stderr\n{}",
+        output.stdout,
+        output.stderr
+    );
+    assert!(output.stdout.contains("1 passed"), "the child did not run its test:\n{}", output.stdout);
+    output
+}
+
+/// [`run_child`] that lets the child fail: its exit status and output. Fails only if the child
+/// runs past the hang limit.
+pub fn run_child_status(test: &str, env: &[(&str, &str)]) -> (ExitStatus, ChildOutput) {
     let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, test)
-        .env_remove("GORO_DEBUG")
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, test);
+    run_command(cmd, env, test)
+}
+
+/// Runs `cmd` (its goro variables cleared, then set to `env`), collecting its output; fails if
+/// it runs past the hang limit. `what` names it in that failure.
+pub fn run_command(mut cmd: Command, env: &[(&str, &str)], what: &str) -> (ExitStatus, ChildOutput) {
+    cmd.env_remove("GORO_DEBUG")
         .env_remove("GORO_MAXPROCS")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -34,7 +53,7 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> ChildOutput {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn the test binary");
+    let mut child = cmd.spawn().expect("spawn the child");
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -52,17 +71,9 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> ChildOutput {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("child {test} with {env:?} hung; stderr:\n{}", err.join().unwrap());
+            panic!("child {what} with {env:?} hung; stderr:\n{}", err.join().unwrap());
         }
         std::thread::sleep(Duration::from_millis(10)); // polling a process, not synchronizing Gs
     };
-    let output = ChildOutput { stdout: out.join().unwrap(), stderr: err.join().unwrap() };
-    assert!(
-        status.success(),
-        "child {test} with {env:?} failed ({status}):\n--- stdout\n{}\n--- stderr\n{}",
-        output.stdout,
-        output.stderr
-    );
-    assert!(output.stdout.contains("1 passed"), "the child did not run its test:\n{}", output.stdout);
-    output
+    (status, ChildOutput { stdout: out.join().unwrap(), stderr: err.join().unwrap() })
 }

@@ -166,7 +166,16 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
     let mut call = inner;
     call.extend([
         Out::Code("use ::goro::__private::{RunAsG as _, RunOnThread as _};"),
-        Out::Group(Delim::Paren, vec![Out::Code("&::goro::__private::Main::new"), Out::Group(Delim::Paren, main_args)]),
+        Out::Group(
+            Delim::Paren,
+            vec![
+                Out::Code(match kind {
+                    Kind::Main => "&::goro::__private::Main::new",
+                    Kind::Test => "&::goro::__private::Main::test",
+                }),
+                Out::Group(Delim::Paren, main_args),
+            ],
+        ),
         Out::Code(".run()"),
     ]);
 
@@ -588,13 +597,22 @@ mod tests {
     /// The expected body of an expansion: the inner `async fn` with return type `ret` and body
     /// `block`, run on a runtime with `max_procs(procs)` if given.
     fn body(procs: Option<&str>, ret: &str, block: &str) -> String {
+        body_of("new", procs, ret, block)
+    }
+
+    /// [`body`] of a `#[goro::test]`.
+    fn test_body(procs: Option<&str>, ret: &str, block: &str) -> String {
+        body_of("test", procs, ret, block)
+    }
+
+    fn body_of(ctor: &str, procs: Option<&str>, ret: &str, block: &str) -> String {
         let builder = match procs {
             Some(n) => format!("::goro::Builder::new().max_procs({n})"),
             None => "::goro::Builder::new()".to_owned(),
         };
         format!(
             "{{ async fn __goro_main() {ret} {block} use ::goro::__private::{{RunAsG as _, RunOnThread as _}}; \
-             (&::goro::__private::Main::new({builder}, __goro_main())).run() }}"
+             (&::goro::__private::Main::{ctor}({builder}, __goro_main())).run() }}"
         )
     }
 
@@ -652,7 +670,7 @@ mod tests {
             "#[should_panic(expected = \"boom\")] #[ignore] async fn t() { panic!(\"boom\") }",
             &format!(
                 "#[::core::prelude::v1::test] #[should_panic(expected = \"boom\")] #[ignore] fn t() {}",
-                body(None, "", "{ panic!(\"boom\") }")
+                test_body(None, "", "{ panic!(\"boom\") }")
             ),
         );
     }
@@ -665,7 +683,7 @@ mod tests {
             "async fn t() -> Result<(), String> { Ok(()) }",
             &format!(
                 "#[::core::prelude::v1::test] fn t() -> Result<(), String> {}",
-                body(Some("1"), "-> Result<(), String>", "{ Ok(()) }")
+                test_body(Some("1"), "-> Result<(), String>", "{ Ok(()) }")
             ),
         );
     }
@@ -763,7 +781,10 @@ mod tests {
             Kind::Test,
             "",
             "#[cfg(test)] #[my_test_helper] async fn t() {}",
-            &format!("#[::core::prelude::v1::test] #[cfg(test)] #[my_test_helper] fn t() {}", body(None, "", "{}")),
+            &format!(
+                "#[::core::prelude::v1::test] #[cfg(test)] #[my_test_helper] fn t() {}",
+                test_body(None, "", "{}")
+            ),
         );
         // goro::main does not care.
         assert_expands(Kind::Main, "", "#[test] async fn t() {}", &format!("#[test] fn t() {}", body(None, "", "{}")));

@@ -79,6 +79,9 @@ pub fn block_on_thread_for<F: Future>(async_form: &'static str, fut: F) -> F::Ou
 }
 
 fn park_until_done<F: Future>(fut: F) -> F::Output {
+    // Parked in a goro call, the thread can only be woken by a G: it does not keep a deadlock
+    // from being reported (see `checkdead`).
+    let _own = crate::checkdead::OwnThread::enter();
     let mut fut = pin!(fut);
     WAKE.with(|(tw, waker)| {
         let mut cx = Context::from_waker(waker);

@@ -22,6 +22,10 @@ pub(crate) struct Config {
     pub(crate) schedtrace: Option<Duration>,
     /// Whether sysmon hands off the P of an M stuck in one poll (`Builder::handoff_blocked`).
     pub(crate) handoff_blocked: bool,
+    /// Whether sysmon reports deadlocks (`Builder::deadlock_detection`), and which threads
+    /// count as able to wake a G unseen (see `checkdead`).
+    pub(crate) deadlock_detection: bool,
+    pub(crate) census: crate::checkdead::Census,
 }
 
 /// Prints `msg` on stderr unless this process already printed it.

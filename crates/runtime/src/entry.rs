@@ -16,26 +16,58 @@
 //! always, and `(&main).run()` finds the first before it tries the autoref'd receiver of the
 //! second.
 
+use crate::checkdead::DEADLOCK;
 use crate::runtime::{Builder, Runtime};
 use std::cell::Cell;
-use std::future::Future;
-use std::panic::resume_unwind;
+use std::future::{poll_fn, Future};
+use std::io::Write as _;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::Poll;
+
+/// What the function is: a program's `main`, or a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `#[goro::main]`: a deadlock ends the process as Go's does (its `fatal error` line on
+    /// stderr, exit status 2).
+    Main,
+    /// `#[goro::test]`: a deadlock fails the test (a panic with the report).
+    Test,
+}
 
 /// The main function of a `#[goro::main]` program or a `#[goro::test]`, before it runs.
 pub struct Main<F> {
     builder: Builder,
+    kind: Kind,
     future: Cell<Option<F>>,
 }
 
 impl<F> Main<F> {
-    /// `future` to run on a runtime built from `builder`.
+    /// A program's `main`: `future` to run on a runtime built from `builder`.
     pub fn new(builder: Builder, future: F) -> Main<F> {
-        Main { builder, future: Cell::new(Some(future)) }
+        Main { builder, kind: Kind::Main, future: Cell::new(Some(future)) }
+    }
+
+    /// A test's body: as [`new`](Main::new), in a test harness.
+    pub fn test(builder: Builder, future: F) -> Main<F> {
+        Main { builder: builder.in_test_harness(), kind: Kind::Test, future: Cell::new(Some(future)) }
     }
 
     fn parts(&self) -> (Runtime, F) {
         let rt = self.builder.clone().build().unwrap_or_else(|e| panic!("goro: cannot build the runtime: {e}"));
         (rt, self.future.take().expect("goro: a main function runs once"))
+    }
+
+    /// The runtime reported a deadlock: a program ends as Go's does, a test fails.
+    fn deadlocked(&self, report: String) -> ! {
+        match self.kind {
+            Kind::Main => {
+                let _ = std::io::stdout().flush();
+                eprintln!("fatal error: {report}");
+                std::process::exit(2)
+            }
+            Kind::Test => panic!("{report}"),
+        }
     }
 }
 
@@ -63,9 +95,22 @@ where
     #[track_caller]
     fn run(&self) -> F::Output {
         let (rt, future) = self.parts();
-        let main = rt.spawn(future);
-        // A plain thread's wait: this thread is no M of the runtime.
-        let out = main.join();
+        let mut main = rt.spawn(future);
+        rt.mark_main(main.id());
+        // A plain thread's wait (this thread is no M of the runtime), for main or a deadlock.
+        let out = crate::block_on_thread_for(
+            "`.await`",
+            poll_fn(|cx| {
+                if let Poll::Ready(report) = rt.poll_deadlock(cx) {
+                    return Poll::Ready(Err(report));
+                }
+                Pin::new(&mut main).poll(cx).map(Ok)
+            }),
+        );
+        let out = match out {
+            Ok(out) => out,
+            Err(report) => self.deadlocked(report),
+        };
         drop(rt);
         match out {
             Ok(v) => v,
@@ -88,6 +133,13 @@ impl<F: Future> RunOnThread for &Main<F> {
 
     fn run(&self) -> F::Output {
         let (rt, future) = self.parts();
-        rt.block_on(future)
+        match catch_unwind(AssertUnwindSafe(|| rt.block_on(future))) {
+            Ok(v) => v,
+            Err(p) => match p.downcast::<String>() {
+                Ok(report) if report.starts_with(DEADLOCK) => self.deadlocked(*report),
+                Ok(other) => resume_unwind(other),
+                Err(p) => resume_unwind(p),
+            },
+        }
     }
 }

@@ -46,6 +46,7 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod block_on_thread;
+mod checkdead;
 mod config;
 mod context;
 pub mod coop;

@@ -122,6 +122,19 @@ impl MainState {
     pub(crate) fn is_notified(&self) -> bool {
         self.notified.load(SeqCst)
     }
+
+    /// Whether the main future waits: not being polled, not woken.
+    pub(crate) fn parked(&self) -> bool {
+        !self.polling.load(SeqCst) && !self.notified.load(SeqCst)
+    }
+
+    /// A deadlock was reported: wakes M0 wherever it sleeps, so that `block_on` returns it.
+    pub(crate) fn wake_for_deadlock(&self) {
+        self.m.parker.unpark();
+        if let Some(sh) = self.shared.upgrade() {
+            sh.netpoll.wake();
+        }
+    }
 }
 
 /// What `findrunnable` found.
@@ -129,6 +142,8 @@ pub(crate) enum Found {
     G(GPtr, bool),
     /// The main future was woken (M0 only).
     Main,
+    /// A deadlock was reported (M0 only): `block_on` returns it as a panic.
+    Deadlock,
     Shutdown,
 }
 
@@ -151,6 +166,7 @@ pub(crate) struct MCtx {
 
 /// Entry point of an M thread started by `newm`, holding P `p`.
 pub(crate) fn mstart(shared: StdArc<Shared>, _id: usize, p: usize, spinning: bool) {
+    let _own = crate::checkdead::OwnThread::enter();
     let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
     ctx.acquirep(p);
     ctx.spinning.set(spinning);
@@ -248,7 +264,7 @@ impl MCtx {
     }
 
     /// Go's `execute`: runs `g` on the current P, with a fresh time slice unless `inherit`.
-    fn execute(&self, g: GPtr, inherit: bool) {
+    pub(crate) fn execute(&self, g: GPtr, inherit: bool) {
         if let Some(pid) = self.p.get() {
             let p = &self.shared.ps[pid];
             // SAFETY: this M owns `p`; no G runs inside the closure.
@@ -309,6 +325,9 @@ impl MCtx {
             }
             if self.main_pending() && self.main_defer.get() == 0 {
                 return Found::Main;
+            }
+            if self.is_main() && sh.deadlocked.load(Acquire) {
+                return Found::Deadlock;
             }
             let Some(pid) = self.p.get() else {
                 // An M in block_on, or one that gave its P to an M back from a syscall, gets here
@@ -646,6 +665,8 @@ impl MCtx {
             Some(Found::Shutdown)
         } else if self.main_pending() {
             Some(Found::Main)
+        } else if self.is_main() && self.shared.deadlocked.load(Acquire) {
+            Some(Found::Deadlock)
         } else {
             None
         }

@@ -29,6 +29,8 @@ pub struct Builder {
     thread_name: String,
     stack_size: Option<usize>,
     handoff_blocked: bool,
+    deadlock_detection: bool,
+    census: crate::checkdead::Census,
 }
 
 impl Default for Builder {
@@ -52,6 +54,8 @@ impl Builder {
             thread_name: "goro-m".to_owned(),
             stack_size: None,
             handoff_blocked: true,
+            deadlock_detection: true,
+            census: crate::checkdead::Census::AllThreads,
         }
     }
 
@@ -116,6 +120,31 @@ impl Builder {
         self
     }
 
+    /// Whether the runtime reports a deadlock (default `true`): when every G and every main
+    /// future has been parked for a second with nothing able to wake them (no runnable or
+    /// running G, no syscall, no timer, no I/O wait, no other runtime at work, and no thread
+    /// outside goro that could hold a channel), `block_on` (and so `goro::run`) panics with a
+    /// message that starts with `all goroutines are asleep - deadlock!` followed by the dump
+    /// of every G, and a `#[goro::main]` program prints Go's `fatal error: ` line and exits
+    /// with status 2. See the porting guide for the rule and its one blind spot.
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().deadlock_detection(false).build().unwrap();
+    /// rt.block_on(async {});
+    /// ```
+    pub fn deadlock_detection(mut self, on: bool) -> Builder {
+        self.deadlock_detection = on;
+        self
+    }
+
+    /// For `#[goro::test]`: the process's main thread is a test harness's, which holds no
+    /// channel, so it does not keep a deadlock from being reported. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn in_test_harness(mut self) -> Builder {
+        self.census = crate::checkdead::Census::ExceptMainThread;
+        self
+    }
+
     /// Builds the runtime. No thread starts until there is work for one.
     ///
     /// # Errors
@@ -147,8 +176,11 @@ impl Builder {
             stack_size: self.stack_size,
             schedtrace: debug.schedtrace,
             handoff_blocked: self.handoff_blocked,
+            deadlock_detection: self.deadlock_detection,
+            census: self.census,
         };
         let shared = StdArc::new(Shared::new(config)?);
+        crate::checkdead::register(&shared);
         Ok(Runtime { shared })
     }
 }
@@ -195,6 +227,7 @@ impl Runtime {
         shared.mains.lock().push(main.clone());
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
         let _enter = context::enter(&ctx);
+        let _own = crate::checkdead::OwnThread::enter();
         shared.ensure_sysmon();
         shared.nmains.fetch_add(1, Relaxed);
         if let Some(p) = shared.pidleget() {
@@ -216,6 +249,7 @@ impl Runtime {
                     }
                 }
                 ctx.poll_start(0);
+                shared.main_polls.fetch_add(1, Relaxed);
                 main.wait_reason.store(0, Relaxed);
                 main.polling.store(true, Relaxed);
                 let polled = future.as_mut().poll(&mut cx);
@@ -235,6 +269,11 @@ impl Runtime {
             match ctx.schedule() {
                 Found::Main => {}
                 Found::Shutdown => ctx.m.parker.park(),
+                Found::Deadlock => {
+                    let report =
+                        crate::checkdead::report_of(shared).unwrap_or_else(|| crate::checkdead::DEADLOCK.into());
+                    panic!("{report}");
+                }
                 Found::G(..) => unreachable!("schedule runs the Gs it finds"),
             }
         }
@@ -270,6 +309,23 @@ impl Runtime {
     /// ```
     pub fn metrics(&self) -> Metrics {
         Metrics::collect(&self.shared)
+    }
+
+    /// Marks G `id` as the program's main G (for the dump). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn mark_main(&self, id: u64) {
+        self.shared.main_goid.store(id, Relaxed);
+    }
+
+    /// Ready with the deadlock report once the runtime has made one (see
+    /// [`Builder::deadlock_detection`]); else `cx`'s waker is woken when it does. For a
+    /// thread that waits for the runtime's main G. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn poll_deadlock(&self, cx: &mut Context<'_>) -> Poll<String> {
+        match crate::checkdead::poll_report(&self.shared, cx.waker()) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
     }
 
     /// Every G of this runtime, as [`goroutines`] lists them.

@@ -127,6 +127,14 @@ pub(crate) struct Shared {
     pub(crate) preemptions: AtomicU64,
     /// The P slot [`Shared::timer_home`] returned last (a hint).
     timer_home: AtomicUsize,
+    /// The goid of the main G of `#[goro::main]`/`#[goro::test]` (`entry`), for the dump; 0
+    /// while there is none.
+    pub(crate) main_goid: AtomicU64,
+    /// Polls of the main futures of `block_on` (for `checkdead`'s activity count).
+    pub(crate) main_polls: AtomicU64,
+    /// Set once a deadlock was reported (`checkdead`), with the report.
+    pub(crate) deadlocked: AtomicBool,
+    pub(crate) deadlock: Mutex<crate::checkdead::Deadlock>,
     /// Milliseconds since the runtime started, updated by sysmon every round: the clock of
     /// `Header::parked_at`, cheap enough to read at every park (Go stamps `waitsince` lazily
     /// for the same reason).
@@ -178,6 +186,10 @@ impl Shared {
             blocked_polls: AtomicU64::new(0),
             preemptions: AtomicU64::new(0),
             timer_home: AtomicUsize::new(0),
+            main_goid: AtomicU64::new(0),
+            main_polls: AtomicU64::new(0),
+            deadlocked: AtomicBool::new(false),
+            deadlock: Mutex::new(crate::checkdead::Deadlock::default()),
             coarse_ms: CachePadded::new(AtomicU32::new(0)),
         })
     }

@@ -110,6 +110,9 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
     let mut delay = MIN_DELAY;
     let mut quiet = 0u32;
     let mut outside_waiting_since = None;
+    let _own = crate::checkdead::OwnThread::enter();
+    let mut deadlock = crate::checkdead::Watch::default();
+    let mut deadlock_due: Option<Duration> = None;
     while !sh.sysmon.stop.load(Acquire) {
         let mut sleep = delay;
         if let Some(t) = next_trace {
@@ -123,7 +126,11 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             // in between would find nobody to wake.
             sh.sysmon.waiting.store(true, SeqCst);
             if all_idle(sh) {
-                sh.sysmon.parker.park();
+                // A deadlock may be in sight: look again when its grace period ends.
+                match deadlock_due {
+                    Some(d) => sh.sysmon.parker.park_timeout(d),
+                    None => sh.sysmon.parker.park(),
+                }
             }
             sh.sysmon.waiting.store(false, SeqCst);
             sh.tick_coarse_ms();
@@ -142,6 +149,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         // ping-pong that inherits its time slice gets a request every 10 ms, and rounds at
         // 20 µs would then cost a thread wake-up per 20 µs).
         let acted = retake(sh, &mut seen, now);
+        deadlock_due = deadlock.round(sh, now);
         outside_waiting_since = give_outside_work_a_turn(sh, outside_waiting_since, now);
         poll_network(sh);
         let next_timer = crate::timer::earliest(sh);
@@ -458,22 +466,18 @@ impl MCtx {
     /// `goid` is the G about to be polled (0: the main future), for sysmon's reports.
     #[inline]
     pub(crate) fn poll_start(&self, goid: u64) {
-        // Only sysmon reads these, and loom models run no sysmon: keep their paths short.
-        #[cfg(not(loom))]
+        // Read by sysmon and by `checkdead`'s activity count (which the loom models check).
         if let Some(pid) = self.p.get() {
             let st = &self.shared.ps[pid].stats;
             st.curgoid.store(goid, Relaxed);
             st.polls.store(st.polls.load(Relaxed).wrapping_add(2) | 1, Relaxed);
         }
-        #[cfg(loom)]
-        let _ = goid;
     }
 
     /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
     /// that unwound leaves it odd only until the next start).
     #[inline]
     pub(crate) fn poll_end(&self) {
-        #[cfg(not(loom))]
         if let Some(pid) = self.p.get() {
             let c = &self.shared.ps[pid].stats.polls;
             c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);

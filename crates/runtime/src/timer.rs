@@ -385,6 +385,12 @@ pub(crate) fn check_timers(sh: &Shared, p: usize, now: impl FnOnce() -> Nanos) -
     run_timers(sh, p, now)
 }
 
+/// Timers armed on `sh` that have not fired (stale entries of stopped or re-armed timers not
+/// counted), for `checkdead`: a live timer will wake something.
+pub(crate) fn live_timers(sh: &Shared) -> usize {
+    sh.used_ps().iter().map(|p| p.timers.heap.lock().iter().filter(|e| e.is_live()).count()).sum()
+}
+
 /// The earliest deadline over every P's heap (stale entries included: a stale top only makes
 /// the sleeper wake early and look again), or 0 if no heap has one.
 pub(crate) fn earliest(sh: &Shared) -> Nanos {

@@ -52,6 +52,9 @@ pub struct Goroutine {
     /// The id of the G that spawned it (0: the main future of `block_on`); `None` if it was
     /// spawned from outside any G (a plain thread), and for the main future itself.
     pub parent: Option<u64>,
+    /// Whether it is the program's main: the main G of `#[goro::main]` (or `#[goro::test]`), or
+    /// the main future of `block_on`.
+    pub main: bool,
 }
 
 impl Goroutine {
@@ -82,6 +85,9 @@ impl fmt::Display for Goroutine {
         match (self.id, self.parent) {
             (MAIN_FUTURE, _) => {
                 let _ = writeln!(s, "main future of block_on, called at {}", self.location);
+            }
+            _ if self.main => {
+                let _ = writeln!(s, "main goroutine, started at {}", self.location);
             }
             (_, Some(MAIN_FUTURE)) => {
                 let _ = writeln!(s, "created by the main future at {}", self.location);
@@ -136,6 +142,7 @@ impl Goroutine {
             waited: waiting.then(|| waited_since(sh, h.parked_at.load(Relaxed))),
             location: h.location,
             parent: (h.parent != NO_PARENT).then_some(h.parent),
+            main: h.goid == sh.main_goid.load(Relaxed),
         })
     }
 }
@@ -170,6 +177,7 @@ pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
                 waited: (status == GoroutineStatus::Waiting).then(|| waited_since(sh, m.parked_at.load(Relaxed))),
                 location: m.location,
                 parent: None,
+                main: true,
             }
         })
         .collect();

@@ -44,6 +44,8 @@ pub(super) fn shared() -> StdArc<Shared> {
         stack_size: None,
         schedtrace: None,
         handoff_blocked: true,
+        deadlock_detection: true,
+        census: crate::checkdead::Census::AllThreads,
     };
     let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}
@@ -130,6 +132,8 @@ pub(super) struct Script {
     ready_at: Option<usize>,
 }
 
+/// First poll: stashes a waker and returns Pending; every later poll: Pending, forever.
+pub(super) const STASH_FOREVER: Script = Script { stash: 1, ready_at: None };
 /// Ready at the first poll.
 pub(super) const READY: Script = Script { stash: 0, ready_at: Some(0) };
 /// Pending forever, and never wakes itself.

@@ -23,6 +23,7 @@
 //! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours).
 
+mod checkdead;
 mod g;
 mod netpoll;
 mod park;

@@ -1,0 +1,227 @@
+//! Deadlock detection (Go's `checkdead`): when every G of a runtime is parked and nothing can
+//! wake any of them, the program is stuck for good. Go then prints `fatal error: all
+//! goroutines are asleep - deadlock!` and a dump, and exits 2; goro does the same through the
+//! runtime's main (see `Runtime::block_on` and `entry`).
+//!
+//! # The rule
+//!
+//! Go counts its Ms: no M running Go code and none in a syscall means nothing can run again.
+//! A Rust program has threads that are not the runtime's, and any of them may hold a channel
+//! handle or a waker and wake a G at any moment, unseen. So goro reports a deadlock only when,
+//! for a whole [`GRACE`] period (sysmon looks every round):
+//!
+//! - every runtime of the process is *quiescent*: every P idle, no M spinning, every run queue
+//!   empty, no G in a syscall or stuck in a blocked poll, no M back from a syscall waiting, no
+//!   live timer, no G waiting on I/O, every main future (`block_on`) parked; and nothing ran
+//!   meanwhile (the Ps' poll counts did not move);
+//! - and no thread of the process can wake a G unseen: every thread is one of goro's (an M,
+//!   sysmon) or is blocked in one of goro's blocking calls (a `*_blocking` method,
+//!   `JoinHandle::join`, the wait of `#[goro::main]` for its main G), which only a G could end
+//!   (Linux's `/proc/self/task` lists them). The one exception is the main thread of a test
+//!   binary, the test harness's own, which `#[goro::test]` tells the runtime to ignore.
+//!
+//! A plain thread that holds a handle (a reader of stdin that will send its first line in a
+//! minute), a tokio runtime's threads, a watchdog thread: each keeps the report from being
+//! made, however long the Gs wait. That is the price of never crying wolf; the one case goro
+//! cannot see is a thread it ignores, the test harness's main thread, waking a G (it does not,
+//! unless a test hands it a handle). Where `/proc` cannot be read (not Linux), no deadlock is
+//! reported. `Builder::deadlock_detection(false)` turns the check off.
+
+use crate::loom::Ordering::*;
+use crate::sched::Shared;
+use std::collections::HashMap;
+use std::sync::{Mutex as StdMutex, Weak};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// How long every runtime must stay quiescent before a deadlock is reported.
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
+
+/// The message a deadlock report starts with (Go's, after Go's `fatal error: `).
+pub const DEADLOCK: &str = "all goroutines are asleep - deadlock!";
+
+/// Which threads of the process may wake a G unseen, besides goro's own (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Census {
+    /// Every other thread.
+    AllThreads,
+    /// Every other thread but the process's main thread (a test harness's, which holds no
+    /// handle): what `#[goro::test]` asks for.
+    ExceptMainThread,
+}
+
+/// Every runtime of the process (weakly), for the cross-runtime quiescence check: a G of one
+/// runtime may be woken by a G of another.
+static RUNTIMES: StdMutex<Vec<Weak<Shared>>> = StdMutex::new(Vec::new());
+
+pub(crate) fn register(sh: &std::sync::Arc<Shared>) {
+    let mut rts = RUNTIMES.lock().unwrap_or_else(|e| e.into_inner());
+    rts.retain(|w| w.strong_count() > 0);
+    rts.push(std::sync::Arc::downgrade(sh));
+}
+
+/// Threads that are goro's (Ms, sysmon) or blocked in a goro blocking call right now, by kernel
+/// thread id, with a count (a thread may be both, nested).
+static OWN_THREADS: StdMutex<Option<HashMap<u32, usize>>> = StdMutex::new(None);
+
+/// While alive, the calling thread counts as goro's own for the census.
+pub(crate) struct OwnThread(u32);
+
+impl OwnThread {
+    pub(crate) fn enter() -> OwnThread {
+        let tid = crate::sysmon::current_tid();
+        if tid != 0 {
+            let mut own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+            *own.get_or_insert_with(HashMap::new).entry(tid).or_insert(0) += 1;
+        }
+        OwnThread(tid)
+    }
+}
+
+impl Drop for OwnThread {
+    fn drop(&mut self) {
+        if self.0 == 0 {
+            return;
+        }
+        let mut own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(map) = own.as_mut() {
+            if let Some(n) = map.get_mut(&self.0) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&self.0);
+                }
+            }
+        }
+    }
+}
+
+/// Whether some thread of the process that is not goro's may wake a G; `true` where the
+/// threads cannot be listed.
+fn foreign_threads(census: Census) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return true };
+    let main = std::process::id();
+    let own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { return true };
+        if own.as_ref().is_some_and(|m| m.contains_key(&tid)) {
+            continue;
+        }
+        if tid == main && census == Census::ExceptMainThread {
+            continue;
+        }
+        return true;
+    }
+    false
+}
+
+/// Whether nothing of `sh` runs or can fire by itself (see the module docs).
+pub(crate) fn quiescent(sh: &Shared) -> bool {
+    sh.npidle.load(SeqCst) == sh.procs
+        && sh.nmspinning.load(SeqCst) == 0
+        && sh.syscall_waiting.load(SeqCst) == 0
+        && !sh.any_work()
+        && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
+        && crate::timer::live_timers(sh) == 0
+        && !sh.netpoll.any_waiters()
+        && sh.mains.lock().iter().all(|m| m.parked())
+}
+
+/// A count that moves whenever anything of `sh` runs: polls of Gs and main futures, spawns and
+/// wakes from outside (which make a G run, which moves the Ps' poll counts).
+pub(crate) fn activity(sh: &Shared) -> u64 {
+    let polls: u64 = sh.used_ps().iter().map(|p| p.stats.polls.load(Relaxed)).sum();
+    polls.wrapping_add(sh.main_polls.load(Relaxed)).wrapping_add(sh.spawned_off_p.load(Relaxed))
+}
+
+/// sysmon's view of one runtime's possible deadlock.
+#[derive(Default)]
+pub(crate) struct Watch {
+    /// Since when every runtime has looked quiescent, and their activity then.
+    since: Option<(Instant, Vec<u64>)>,
+}
+
+impl Watch {
+    /// One sysmon round: reports a deadlock of `sh` if every runtime has stayed quiescent for
+    /// [`GRACE`] and no foreign thread exists. Returns how long sysmon may sleep before it must
+    /// look again (`None`: no deadlock in sight, sleep as it likes).
+    pub(crate) fn round(&mut self, sh: &Shared, now: Instant) -> Option<Duration> {
+        if !sh.config.deadlock_detection || sh.deadlocked.load(Acquire) {
+            self.since = None;
+            return None;
+        }
+        // Our own runtime first: the common case (work going on) costs no lock.
+        if !quiescent(sh) {
+            self.since = None;
+            return None;
+        }
+        let rts: Vec<_> = RUNTIMES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect();
+        if !rts.iter().all(|rt| quiescent(rt)) {
+            self.since = None;
+            return None;
+        }
+        let act: Vec<u64> = rts.iter().map(|rt| activity(rt)).collect();
+        match &self.since {
+            Some((t0, a0)) if *a0 == act => {
+                let waited = now - *t0;
+                if waited < GRACE {
+                    return Some(GRACE - waited);
+                }
+            }
+            _ => {
+                self.since = Some((now, act));
+                return Some(GRACE);
+            }
+        }
+        self.since = None;
+        if foreign_threads(sh.config.census) {
+            return None;
+        }
+        report(sh);
+        None
+    }
+}
+
+/// Delivers the report to whoever waits for `sh`'s main: the Ms in `block_on`, the threads
+/// waiting in [`wait_report`]; with nobody there, it is printed on stderr.
+fn report(sh: &Shared) {
+    let text = format!("{DEADLOCK}\n\n{}", crate::traceback::dump_of(sh));
+    let waiters = {
+        let mut r = sh.deadlock.lock();
+        r.report = Some(text.clone());
+        std::mem::take(&mut r.waiters)
+    };
+    sh.deadlocked.store(true, Release);
+    let mains = sh.mains.lock().clone();
+    for m in &mains {
+        m.wake_for_deadlock();
+    }
+    sh.netpoll.wake();
+    if mains.is_empty() && waiters.is_empty() {
+        crate::config::warn_once(&format!("goro: {text}"));
+    }
+    waiters.into_iter().for_each(Waker::wake);
+}
+
+/// The report, with the waiters that want it.
+#[derive(Default)]
+pub(crate) struct Deadlock {
+    pub(crate) report: Option<String>,
+    waiters: Vec<Waker>,
+}
+
+/// The deadlock report of `sh`, if it was made; else `waker` is woken when it is.
+pub(crate) fn poll_report(sh: &Shared, waker: &Waker) -> Option<String> {
+    let mut d = sh.deadlock.lock();
+    if let Some(r) = &d.report {
+        return Some(r.clone());
+    }
+    if !d.waiters.iter().any(|w| w.will_wake(waker)) {
+        d.waiters.push(waker.clone());
+    }
+    None
+}
+
+/// The report of `sh`, if it was made.
+pub(crate) fn report_of(sh: &Shared) -> Option<String> {
+    sh.deadlock.lock().report.clone()
+}

@@ -1,0 +1,348 @@
+//! Deadlock detection: when every G is parked and nothing can wake them, goro says so as Go
+//! does (`all goroutines are asleep - deadlock!` and a dump), and it never cries wolf: a G that
+//! sleeps, is in a syscall, waits on I/O, or waits on a channel that a plain thread, a tokio
+//! task or another runtime's G will use, is no deadlock.
+//!
+//! Every case runs in a child process (this binary, re-run with one test selected): a process
+//! has one census of threads, and a test's watchdog or another test's thread would count as a
+//! thread that could wake a G (keeping the report from being made). The parent bounds each
+//! child with the hang limit. The child builds its runtime as `#[goro::test]` does
+//! (`in_test_harness`: the harness's main thread holds no channel), except where a case says.
+
+mod common;
+
+use common::child::{is_child, run_child, run_child_status, run_command};
+use goro::Builder;
+use std::process::Command;
+use std::time::Duration;
+
+const DEADLOCK: &str = "all goroutines are asleep - deadlock!";
+
+fn rt(procs: usize) -> goro::Runtime {
+    Builder::new().max_procs(procs).in_test_harness().build().unwrap()
+}
+
+/// Runs `case` (a child test that must panic with the deadlock report) and returns the report.
+fn expect_report(case: &str) -> String {
+    let (status, out) = run_child_status(case, &[]);
+    assert!(!status.success(), "child {case} did not fail:\n{}\n{}", out.stdout, out.stderr);
+    let start = out.stderr.find(DEADLOCK).unwrap_or_else(|| panic!("no deadlock report from {case}:\n{}", out.stderr));
+    out.stderr[start..].to_owned()
+}
+
+/// The first case: main waits on a channel whose sender is held by a G that waits on
+/// another channel. `block_on` panics with the report; the dump names both waits.
+fn main_and_a_g_wait_on_each_other(procs: usize) {
+    let _ = rt(procs).block_on(async {
+        let (tx, rx) = goro::chan::<u32>(0);
+        let (_other_tx, other_rx) = goro::chan::<u32>(0);
+        goro::go(async move {
+            other_rx.recv().await;
+            tx.send(1).await.unwrap();
+        });
+        rx.recv().await
+    });
+}
+
+#[test]
+fn case_channels_1p() {
+    if is_child("case_channels_1p") {
+        main_and_a_g_wait_on_each_other(1);
+    }
+}
+
+#[test]
+fn case_channels_2p() {
+    if is_child("case_channels_2p") {
+        main_and_a_g_wait_on_each_other(2);
+    }
+}
+
+#[test]
+fn channels_deadlock_is_reported() {
+    for case in ["case_channels_1p", "case_channels_2p"] {
+        let report = expect_report(case);
+        assert!(report.contains("goroutine 0 [chan receive]:\nmain future of block_on"), "{report}");
+        assert!(report.contains("[chan receive]:\ncreated by the main future at tests/deadlock.rs:"), "{report}");
+    }
+}
+
+#[test]
+fn case_waitgroup() {
+    if is_child("case_waitgroup") {
+        rt(2).block_on(async {
+            let wg = goro::sync::WaitGroup::new();
+            wg.add(2);
+            let w = wg.clone();
+            goro::go(async move { w.done() });
+            wg.wait().await; // one done() short forever
+        });
+    }
+}
+
+#[test]
+fn case_mutex_locked_twice() {
+    if is_child("case_mutex_locked_twice") {
+        rt(2).block_on(async {
+            let m = goro::sync::Mutex::new(0);
+            let h = goro::go(async move {
+                let _a = m.lock().await;
+                let _b = m.lock().await; // Go: fatal error, all goroutines are asleep
+            });
+            let _ = h.await;
+        });
+    }
+}
+
+#[test]
+fn waitgroup_and_mutex_deadlocks_are_reported() {
+    let report = expect_report("case_waitgroup");
+    assert!(report.contains("goroutine 0 [sync.WaitGroup.Wait]:"), "{report}");
+    let report = expect_report("case_mutex_locked_twice");
+    assert!(report.contains("[sync.Mutex.Lock]:"), "{report}");
+    assert!(report.contains("goroutine 0 [goroutine join]:"), "{report}");
+}
+
+/// `#[goro::main]`'s way: main is a G, and a deadlock prints Go's `fatal error` line and the
+/// dump on stderr and exits with status 2 (what the macro expands to, called directly).
+#[test]
+fn case_goro_main() {
+    if is_child("case_goro_main") {
+        use goro::__private::{Main, RunAsG as _};
+        let main = Main::new(Builder::new().max_procs(2).in_test_harness(), async {
+            let (_tx, rx) = goro::chan::<u32>(0);
+            rx.recv().await;
+        });
+        main.run();
+    }
+}
+
+#[test]
+fn goro_main_exits_2_on_deadlock() {
+    let (status, out) = run_child_status("case_goro_main", &[]);
+    assert_eq!(status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("fatal error: {DEADLOCK}\n\ngoroutine 1 [chan receive]:")), "{}", out.stderr);
+}
+
+/// `#[goro::test]` fails a test that deadlocks, with the report as its panic.
+#[goro::test(max_procs = 2)]
+#[should_panic(expected = "all goroutines are asleep - deadlock!")]
+async fn case_goro_test_deadlocks() {
+    if !is_child("case_goro_test_deadlocks") {
+        // Run in the parent, it would share the census with the other tests' threads: pass
+        // there (should_panic needs the panic), the child is the real case.
+        panic!("{DEADLOCK} (not the child)");
+    }
+    let (_tx, rx) = goro::chan::<u32>(0);
+    rx.recv().await;
+}
+
+#[test]
+fn goro_test_fails_on_deadlock() {
+    let out = run_child("case_goro_test_deadlocks", &[]);
+    assert!(out.stderr.contains(DEADLOCK) && out.stderr.contains("[chan receive]"), "{}", out.stderr);
+}
+
+/// The example shows the report as a program prints it.
+#[test]
+fn the_deadlock_example_exits_2() {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().unwrap().parent().unwrap().join("examples").join("deadlock");
+    if !example.exists() {
+        // `cargo test` builds the examples; a lone `--test deadlock` run may not have.
+        eprintln!("skipped: {} not built", example.display());
+        return;
+    }
+    let (status, out) = run_command(Command::new(example), &[], "examples/deadlock");
+    assert_eq!(status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.starts_with(&format!("fatal error: {DEADLOCK}")), "{}", out.stderr);
+}
+
+// ---- No false reports ---------------------------------------------------------------------
+
+/// Waits `quiet` for the runtime to (wrongly) report, with every G parked on what the case
+/// sets up; the case passes if it ends normally.
+fn no_report_for(case: &str) {
+    run_child(case, &[]);
+}
+
+const QUIET: Duration = Duration::from_millis(1500);
+
+#[test]
+fn case_sleep() {
+    if is_child("case_sleep") {
+        rt(2).block_on(async {
+            let h = goro::go(async { goro::time::sleep(QUIET).await });
+            h.await.unwrap();
+        });
+    }
+}
+
+#[test]
+fn case_syscall() {
+    if is_child("case_syscall") {
+        rt(1).block_on(async {
+            let h = goro::go(async { goro::syscall(|| std::thread::sleep(QUIET)) });
+            h.await.unwrap();
+        });
+    }
+}
+
+/// A plain thread holds the sender and sends after 300 ms (and one that sends after longer
+/// than the grace period: a thread that could wake a G keeps the report from being made).
+#[test]
+fn case_plain_thread() {
+    if is_child("case_plain_thread") {
+        rt(2).block_on(async {
+            let (tx, rx) = goro::chan::<u32>(0);
+            let (tx2, rx2) = goro::chan::<u32>(0);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                tx.send_blocking(1).unwrap();
+                std::thread::sleep(QUIET);
+                tx2.send_blocking(2).unwrap();
+            });
+            assert_eq!(rx.recv().await, Some(1));
+            assert_eq!(rx2.recv().await, Some(2));
+        });
+    }
+}
+
+/// A tokio task sends after the grace period.
+#[test]
+fn case_tokio_task() {
+    if is_child("case_tokio_task") {
+        let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_time().build().unwrap();
+        let (tx, rx) = goro::chan::<u32>(0);
+        tokio.spawn(async move {
+            tokio::time::sleep(QUIET).await;
+            tx.send(7).await.unwrap();
+        });
+        assert_eq!(rt(2).block_on(async move { rx.recv().await }), Some(7));
+    }
+}
+
+/// Two runtimes: a G of one waits on a channel that a G of the other (sleeping meanwhile) will
+/// send on.
+#[test]
+fn case_two_runtimes() {
+    if is_child("case_two_runtimes") {
+        let a = rt(1);
+        let b = rt(1);
+        let (tx, rx) = goro::chan::<u32>(0);
+        let sender = b.spawn(async move {
+            goro::time::sleep(QUIET).await;
+            tx.send(3).await.unwrap();
+        });
+        assert_eq!(a.block_on(async move { rx.recv().await }), Some(3));
+        sender.join().unwrap();
+    }
+}
+
+/// A G waits for a datagram that the parent process sends after the grace period: a G waiting
+/// on I/O can be woken by the network.
+#[test]
+fn case_io_wait() {
+    if is_child("case_io_wait") {
+        rt(2).block_on(async {
+            let sock = goro::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let port = sock.local_addr().unwrap().port();
+            std::fs::write(std::env::var("GORO_TEST_PORT_FILE").unwrap(), port.to_string()).unwrap();
+            let mut buf = [0u8; 8];
+            let (n, _) = sock.recv_from(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], b"wake");
+        });
+    }
+}
+
+#[test]
+fn no_report_for_sleep_syscall_threads_tokio_runtimes() {
+    for case in ["case_sleep", "case_syscall", "case_plain_thread", "case_tokio_task", "case_two_runtimes"] {
+        no_report_for(case);
+    }
+}
+
+#[test]
+fn no_report_for_io_wait() {
+    let file = std::env::temp_dir().join(format!("goro-deadlock-io-{}", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["case_io_wait", "--exact", "--nocapture", "--test-threads=1"])
+        .env("GORO_TEST_CHILD", "case_io_wait")
+        .env("GORO_TEST_PORT_FILE", &file);
+    let file2 = file.clone();
+    let sender = std::thread::spawn(move || {
+        let port = loop {
+            if let Ok(p) = std::fs::read_to_string(&file2) {
+                if let Ok(p) = p.trim().parse::<u16>() {
+                    break p;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10)); // polling a file, not synchronizing Gs
+        };
+        std::thread::sleep(QUIET);
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.send_to(b"wake", ("127.0.0.1", port)).unwrap();
+    });
+    let (status, out) = run_command(cmd, &[], "case_io_wait");
+    sender.join().unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(status.success(), "{}\n{}", out.stdout, out.stderr);
+}
+
+/// A deadlock across two runtimes: a G of each waits on the other.
+#[test]
+fn case_cross_runtime_deadlock() {
+    if is_child("case_cross_runtime_deadlock") {
+        let a = rt(1);
+        let b = rt(1);
+        let (tx_a, rx_a) = goro::chan::<u32>(0);
+        let (tx_b, rx_b) = goro::chan::<u32>(0);
+        let _hb = b.spawn(async move {
+            rx_b.recv().await;
+            tx_a.send(1).await.unwrap();
+        });
+        a.block_on(async move {
+            rx_a.recv().await;
+            drop(tx_b);
+        });
+    }
+}
+
+#[test]
+fn cross_runtime_deadlock_is_reported() {
+    let report = expect_report("case_cross_runtime_deadlock");
+    assert!(report.contains("goroutine 0 [chan receive]:"), "{report}");
+}
+
+/// `deadlock_detection(false)` turns the report off: the child deadlocks for good, and the
+/// parent, having seen no report for three times the grace period, kills it.
+#[test]
+fn case_detection_off() {
+    if is_child("case_detection_off") {
+        let rt = Builder::new().max_procs(1).in_test_harness().deadlock_detection(false).build().unwrap();
+        let (_tx, rx) = goro::chan::<u32>(0);
+        eprintln!("parked");
+        rt.block_on(async move { rx.recv().await });
+        eprintln!("unreachable: the main future returned");
+    }
+}
+
+#[test]
+fn detection_off_reports_nothing() {
+    use std::io::Read;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["case_detection_off", "--exact", "--nocapture", "--test-threads=1"])
+        .env("GORO_TEST_CHILD", "case_detection_off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3)); // the observation window, not a synchronization
+    let still_running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(still_running && err.contains("parked") && !err.contains(DEADLOCK), "{err}");
+}
