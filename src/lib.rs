@@ -35,8 +35,8 @@
 
 pub use goro_macros::{main, test};
 pub use goro_runtime::{
-    go, max_procs, num_goroutine, run, syscall, yield_now, Builder, JoinError, JoinHandle, Runtime, WaitReason,
-    YieldNow,
+    go, max_procs, num_goroutine, run, syscall, yield_now, Builder, JoinError, JoinHandle, Runtime, UnhandledPanic,
+    WaitReason, YieldNow,
 };
 
 pub use goro_chan::{chan, select, select_blocking};

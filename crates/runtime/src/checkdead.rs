@@ -31,7 +31,6 @@ use crate::loom::Ordering::*;
 use crate::sched::Shared;
 use std::collections::HashMap;
 use std::sync::{Mutex as StdMutex, Weak};
-use std::task::Waker;
 use std::time::{Duration, Instant};
 
 /// How long every runtime must stay quiescent before a deadlock is reported.
@@ -145,7 +144,7 @@ impl Watch {
     /// [`GRACE`] and no foreign thread exists. Returns how long sysmon may sleep before it must
     /// look again (`None`: no deadlock in sight, sleep as it likes).
     pub(crate) fn round(&mut self, sh: &Shared, now: Instant) -> Option<Duration> {
-        if !sh.config.deadlock_detection || sh.deadlocked.load(Acquire) {
+        if !sh.config.deadlock_detection || sh.ended.load(Acquire) {
             self.since = None;
             return None;
         }
@@ -181,47 +180,12 @@ impl Watch {
     }
 }
 
-/// Delivers the report to whoever waits for `sh`'s main: the Ms in `block_on`, the threads
-/// waiting in [`wait_report`]; with nobody there, it is printed on stderr.
+/// Ends `sh`'s run with the report (see `fatal`); with no main there to receive it, it is
+/// printed on stderr.
 fn report(sh: &Shared) {
     let text = format!("{DEADLOCK}\n\n{}", crate::traceback::dump_of(sh));
-    let waiters = {
-        let mut r = sh.deadlock.lock();
-        r.report = Some(text.clone());
-        std::mem::take(&mut r.waiters)
-    };
-    sh.deadlocked.store(true, Release);
-    let mains = sh.mains.lock().clone();
-    for m in &mains {
-        m.wake_for_deadlock();
-    }
-    sh.netpoll.wake();
-    if mains.is_empty() && waiters.is_empty() {
+    let nobody = sh.mains.lock().is_empty() && !sh.main_waiting.load(Acquire);
+    if crate::fatal::end_run(sh, crate::fatal::Ending::Deadlock(text.clone())) && nobody {
         crate::config::warn_once(&format!("goro: {text}"));
     }
-    waiters.into_iter().for_each(Waker::wake);
-}
-
-/// The report, with the waiters that want it.
-#[derive(Default)]
-pub(crate) struct Deadlock {
-    pub(crate) report: Option<String>,
-    waiters: Vec<Waker>,
-}
-
-/// The deadlock report of `sh`, if it was made; else `waker` is woken when it is.
-pub(crate) fn poll_report(sh: &Shared, waker: &Waker) -> Option<String> {
-    let mut d = sh.deadlock.lock();
-    if let Some(r) = &d.report {
-        return Some(r.clone());
-    }
-    if !d.waiters.iter().any(|w| w.will_wake(waker)) {
-        d.waiters.push(waker.clone());
-    }
-    None
-}
-
-/// The report of `sh`, if it was made.
-pub(crate) fn report_of(sh: &Shared) -> Option<String> {
-    sh.deadlock.lock().report.clone()
 }

@@ -26,6 +26,8 @@ pub(crate) struct Config {
     /// count as able to wake a G unseen (see `checkdead`).
     pub(crate) deadlock_detection: bool,
     pub(crate) census: crate::checkdead::Census,
+    /// What a G's unobserved panic does (`Builder::unhandled_panic`).
+    pub(crate) unhandled_panic: crate::panics::UnhandledPanic,
 }
 
 /// Prints `msg` on stderr unless this process already printed it.

@@ -17,6 +17,8 @@
 //! second.
 
 use crate::checkdead::DEADLOCK;
+use crate::fatal::Ending;
+use crate::runtime::UnhandledPanic;
 use crate::runtime::{Builder, Runtime};
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -28,10 +30,11 @@ use std::task::Poll;
 /// What the function is: a program's `main`, or a test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// `#[goro::main]`: a deadlock ends the process as Go's does (its `fatal error` line on
-    /// stderr, exit status 2).
+    /// `#[goro::main]`: a deadlock or a G's unobserved panic ends the process as Go's does (the
+    /// report on stderr, exit status 2).
     Main,
-    /// `#[goro::test]`: a deadlock fails the test (a panic with the report).
+    /// `#[goro::test]`: a deadlock or a G's unobserved panic fails the test (a panic with the
+    /// report, or the G's own).
     Test,
 }
 
@@ -45,12 +48,14 @@ pub struct Main<F> {
 impl<F> Main<F> {
     /// A program's `main`: `future` to run on a runtime built from `builder`.
     pub fn new(builder: Builder, future: F) -> Main<F> {
+        let builder = builder.unhandled_panic(UnhandledPanic::ShutdownRuntime);
         Main { builder, kind: Kind::Main, future: Cell::new(Some(future)) }
     }
 
     /// A test's body: as [`new`](Main::new), in a test harness.
     pub fn test(builder: Builder, future: F) -> Main<F> {
-        Main { builder: builder.in_test_harness(), kind: Kind::Test, future: Cell::new(Some(future)) }
+        let builder = builder.in_test_harness().unhandled_panic(UnhandledPanic::ShutdownRuntime);
+        Main { builder, kind: Kind::Test, future: Cell::new(Some(future)) }
     }
 
     fn parts(&self) -> (Runtime, F) {
@@ -58,15 +63,19 @@ impl<F> Main<F> {
         (rt, self.future.take().expect("goro: a main function runs once"))
     }
 
-    /// The runtime reported a deadlock: a program ends as Go's does, a test fails.
-    fn deadlocked(&self, report: String) -> ! {
-        match self.kind {
-            Kind::Main => {
+    /// The run ended early: a program ends as Go's does (exit status 2, after the report on
+    /// stderr: the panic's was printed when it happened), a test fails.
+    fn ended(&self, ending: Ending) -> ! {
+        match (self.kind, ending) {
+            (Kind::Main, ending) => {
                 let _ = std::io::stdout().flush();
-                eprintln!("fatal error: {report}");
+                if let Ending::Deadlock(report) = ending {
+                    eprintln!("fatal error: {report}");
+                }
                 std::process::exit(2)
             }
-            Kind::Test => panic!("{report}"),
+            (Kind::Test, Ending::Deadlock(report)) => panic!("{report}"),
+            (Kind::Test, Ending::Panic(payload)) => resume_unwind(payload),
         }
     }
 }
@@ -97,19 +106,19 @@ where
         let (rt, future) = self.parts();
         let mut main = rt.spawn(future);
         rt.mark_main(main.id());
-        // A plain thread's wait (this thread is no M of the runtime), for main or a deadlock.
+        // A plain thread's wait (this thread is no M of the runtime), for main or an ending.
         let out = crate::block_on_thread_for(
             "`.await`",
             poll_fn(|cx| {
-                if let Poll::Ready(report) = rt.poll_deadlock(cx) {
-                    return Poll::Ready(Err(report));
+                if let Poll::Ready(ending) = rt.poll_ending(cx) {
+                    return Poll::Ready(Err(ending));
                 }
                 Pin::new(&mut main).poll(cx).map(Ok)
             }),
         );
         let out = match out {
             Ok(out) => out,
-            Err(report) => self.deadlocked(report),
+            Err(ending) => self.ended(ending),
         };
         drop(rt);
         match out {
@@ -135,11 +144,13 @@ impl<F: Future> RunOnThread for &Main<F> {
         let (rt, future) = self.parts();
         match catch_unwind(AssertUnwindSafe(|| rt.block_on(future))) {
             Ok(v) => v,
-            Err(p) => match p.downcast::<String>() {
-                Ok(report) if report.starts_with(DEADLOCK) => self.deadlocked(*report),
-                Ok(other) => resume_unwind(other),
-                Err(p) => resume_unwind(p),
+            // The run ended early (block_on returned the ending as a panic), or main panicked.
+            Err(p) if rt.has_ended() => match p.downcast::<String>() {
+                Ok(report) if report.starts_with(DEADLOCK) => self.ended(Ending::Deadlock(*report)),
+                Ok(other) => self.ended(Ending::Panic(other)),
+                Err(p) => self.ended(Ending::Panic(p)),
             },
+            Err(p) => resume_unwind(p),
         }
     }
 }

@@ -52,6 +52,8 @@ mod context;
 pub mod coop;
 #[doc(hidden)]
 pub mod entry;
+#[doc(hidden)]
+pub mod fatal;
 mod g;
 mod globrunq;
 #[cfg(not(loom))]
@@ -61,6 +63,7 @@ mod m;
 mod metrics;
 mod netpoll;
 mod p;
+mod panics;
 mod park;
 mod runq;
 mod runtime;
@@ -86,6 +89,7 @@ pub mod shim {
 }
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;
+pub use panics::UnhandledPanic;
 pub use runtime::{
     current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime,
 };

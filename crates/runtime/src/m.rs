@@ -128,8 +128,9 @@ impl MainState {
         !self.polling.load(SeqCst) && !self.notified.load(SeqCst)
     }
 
-    /// A deadlock was reported: wakes M0 wherever it sleeps, so that `block_on` returns it.
-    pub(crate) fn wake_for_deadlock(&self) {
+    /// The run ended early (see `fatal`): wakes M0 wherever it sleeps, so that `block_on`
+    /// returns the ending.
+    pub(crate) fn wake_for_ending(&self) {
         self.m.parker.unpark();
         if let Some(sh) = self.shared.upgrade() {
             sh.netpoll.wake();
@@ -142,8 +143,8 @@ pub(crate) enum Found {
     G(GPtr, bool),
     /// The main future was woken (M0 only).
     Main,
-    /// A deadlock was reported (M0 only): `block_on` returns it as a panic.
-    Deadlock,
+    /// The run ended early (M0 only): `block_on` returns the ending as a panic (see `fatal`).
+    Ended,
     Shutdown,
 }
 
@@ -326,8 +327,8 @@ impl MCtx {
             if self.main_pending() && self.main_defer.get() == 0 {
                 return Found::Main;
             }
-            if self.is_main() && sh.deadlocked.load(Acquire) {
-                return Found::Deadlock;
+            if self.is_main() && sh.ended.load(Acquire) {
+                return Found::Ended;
             }
             let Some(pid) = self.p.get() else {
                 // An M in block_on, or one that gave its P to an M back from a syscall, gets here
@@ -665,8 +666,8 @@ impl MCtx {
             Some(Found::Shutdown)
         } else if self.main_pending() {
             Some(Found::Main)
-        } else if self.is_main() && self.shared.deadlocked.load(Acquire) {
-            Some(Found::Deadlock)
+        } else if self.is_main() && self.shared.ended.load(Acquire) {
+            Some(Found::Ended)
         } else {
             None
         }

@@ -6,6 +6,7 @@ use crate::context;
 use crate::g::{self, JoinHandle};
 use crate::m::{Found, MCtx, MainState, M};
 use crate::metrics::Metrics;
+pub use crate::panics::UnhandledPanic;
 use crate::sched::Shared;
 use std::future::Future;
 use std::io;
@@ -31,6 +32,7 @@ pub struct Builder {
     handoff_blocked: bool,
     deadlock_detection: bool,
     census: crate::checkdead::Census,
+    unhandled_panic: UnhandledPanic,
 }
 
 impl Default for Builder {
@@ -56,6 +58,7 @@ impl Builder {
             handoff_blocked: true,
             deadlock_detection: true,
             census: crate::checkdead::Census::AllThreads,
+            unhandled_panic: UnhandledPanic::Ignore,
         }
     }
 
@@ -137,6 +140,24 @@ impl Builder {
         self
     }
 
+    /// What a G's panic that no [`JoinHandle`] observes does (the G was detached, or its handle
+    /// dropped unread). It is printed in either case, in Go's shape (`panic: <message>` and
+    /// the G's block of the [`dump`]) rather than as Rust's `thread 'goro-m-1' panicked` line;
+    /// then [`UnhandledPanic::Ignore`] (the default of `goro::run` and `Builder`) goes on, and
+    /// [`UnhandledPanic::ShutdownRuntime`] ends the run with it as Go does (`block_on` resumes
+    /// the panic; `#[goro::main]` and `#[goro::test]` use it).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().unhandled_panic(goro::UnhandledPanic::Ignore).build().unwrap();
+    /// rt.block_on(async {
+    ///     drop(goro::go(async { panic!("printed, then ignored") }));
+    /// });
+    /// ```
+    pub fn unhandled_panic(mut self, what: UnhandledPanic) -> Builder {
+        self.unhandled_panic = what;
+        self
+    }
+
     /// For `#[goro::test]`: the process's main thread is a test harness's, which holds no
     /// channel, so it does not keep a deadlock from being reported. Not part of the stable API.
     #[doc(hidden)]
@@ -178,7 +199,9 @@ impl Builder {
             handoff_blocked: self.handoff_blocked,
             deadlock_detection: self.deadlock_detection,
             census: self.census,
+            unhandled_panic: self.unhandled_panic,
         };
+        crate::panics::install_hook();
         let shared = StdArc::new(Shared::new(config)?);
         crate::checkdead::register(&shared);
         Ok(Runtime { shared })
@@ -269,11 +292,10 @@ impl Runtime {
             match ctx.schedule() {
                 Found::Main => {}
                 Found::Shutdown => ctx.m.parker.park(),
-                Found::Deadlock => {
-                    let report =
-                        crate::checkdead::report_of(shared).unwrap_or_else(|| crate::checkdead::DEADLOCK.into());
-                    panic!("{report}");
-                }
+                Found::Ended => match crate::fatal::take_ending(shared) {
+                    crate::fatal::Ending::Deadlock(report) => panic!("{report}"),
+                    crate::fatal::Ending::Panic(payload) => std::panic::resume_unwind(payload),
+                },
                 Found::G(..) => unreachable!("schedule runs the Gs it finds"),
             }
         }
@@ -311,18 +333,27 @@ impl Runtime {
         Metrics::collect(&self.shared)
     }
 
+    /// Whether the run ended early (see [`poll_ending`](Runtime::poll_ending)). Not part of the
+    /// stable API.
+    #[doc(hidden)]
+    pub fn has_ended(&self) -> bool {
+        self.shared.ended.load(Acquire)
+    }
+
     /// Marks G `id` as the program's main G (for the dump). Not part of the stable API.
     #[doc(hidden)]
     pub fn mark_main(&self, id: u64) {
         self.shared.main_goid.store(id, Relaxed);
     }
 
-    /// Ready with the deadlock report once the runtime has made one (see
-    /// [`Builder::deadlock_detection`]); else `cx`'s waker is woken when it does. For a
-    /// thread that waits for the runtime's main G. Not part of the stable API.
+    /// Ready with the reason once the run ended early (a deadlock, see
+    /// [`Builder::deadlock_detection`]; an unhandled panic, see [`Builder::unhandled_panic`]);
+    /// else `cx`'s waker is woken when it does. For the thread that waits for the runtime's
+    /// main G. Not part of the stable API.
     #[doc(hidden)]
-    pub fn poll_deadlock(&self, cx: &mut Context<'_>) -> Poll<String> {
-        match crate::checkdead::poll_report(&self.shared, cx.waker()) {
+    pub fn poll_ending(&self, cx: &mut Context<'_>) -> Poll<crate::fatal::Ending> {
+        self.shared.main_waiting.store(true, Release);
+        match crate::fatal::poll_ending(&self.shared, cx.waker()) {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,
         }

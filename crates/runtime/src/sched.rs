@@ -132,9 +132,12 @@ pub(crate) struct Shared {
     pub(crate) main_goid: AtomicU64,
     /// Polls of the main futures of `block_on` (for `checkdead`'s activity count).
     pub(crate) main_polls: AtomicU64,
-    /// Set once a deadlock was reported (`checkdead`), with the report.
-    pub(crate) deadlocked: AtomicBool,
-    pub(crate) deadlock: Mutex<crate::checkdead::Deadlock>,
+    /// Set once the run ended early (a deadlock, an unhandled panic), with the reason: see
+    /// `fatal`.
+    pub(crate) ended: AtomicBool,
+    pub(crate) fatal: Mutex<crate::fatal::Fatal>,
+    /// Set while a thread waits for the runtime's main G (`Runtime::poll_ending`).
+    pub(crate) main_waiting: AtomicBool,
     /// Milliseconds since the runtime started, updated by sysmon every round: the clock of
     /// `Header::parked_at`, cheap enough to read at every park (Go stamps `waitsince` lazily
     /// for the same reason).
@@ -188,8 +191,9 @@ impl Shared {
             timer_home: AtomicUsize::new(0),
             main_goid: AtomicU64::new(0),
             main_polls: AtomicU64::new(0),
-            deadlocked: AtomicBool::new(false),
-            deadlock: Mutex::new(crate::checkdead::Deadlock::default()),
+            ended: AtomicBool::new(false),
+            fatal: Mutex::new(crate::fatal::Fatal::default()),
+            main_waiting: AtomicBool::new(false),
             coarse_ms: CachePadded::new(AtomicU32::new(0)),
         })
     }

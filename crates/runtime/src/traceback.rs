@@ -126,6 +126,19 @@ fn waited_since(sh: &Shared, parked_at: u32) -> Duration {
 }
 
 impl Goroutine {
+    /// The row of a G that panicked, as Go prints the panicking goroutine: `[running]`.
+    pub(crate) fn panicking(id: u64, location: &'static Location<'static>, parent: u64) -> Goroutine {
+        Goroutine {
+            id,
+            status: GoroutineStatus::Running,
+            wait_reason: None,
+            waited: None,
+            location,
+            parent: (parent != NO_PARENT).then_some(parent),
+            main: false,
+        }
+    }
+
     /// A G's row, from its header (under its `allgs` shard lock); `None` if it is complete.
     fn of(sh: &Shared, h: &Header) -> Option<Goroutine> {
         let reason = h.wait_reason();

@@ -212,6 +212,8 @@ pub struct JoinError {
     goid: u64,
     location: &'static Location<'static>,
     repr: Repr,
+    /// Where the panic happened, as goro's panic hook kept it (see `panics`).
+    origin: Option<Box<crate::panics::Origin>>,
 }
 
 enum Repr {
@@ -230,11 +232,28 @@ unsafe impl Sync for SyncPanic {}
 
 impl JoinError {
     pub(crate) fn cancelled(goid: u64, location: &'static Location<'static>) -> JoinError {
-        JoinError { goid, location, repr: Repr::Cancelled }
+        JoinError { goid, location, repr: Repr::Cancelled, origin: None }
     }
 
+    /// The G's panic with `payload`, just caught on this thread (which takes what goro's panic
+    /// hook kept of it).
     pub(crate) fn panic(goid: u64, location: &'static Location<'static>, payload: Box<dyn Any + Send>) -> JoinError {
-        JoinError { goid, location, repr: Repr::Panic(SyncPanic(payload)) }
+        let origin = crate::panics::take_kept().map(Box::new);
+        JoinError { goid, location, repr: Repr::Panic(SyncPanic(payload)), origin }
+    }
+
+    /// What goro's panic hook kept of the panic.
+    pub(crate) fn origin(&self) -> Option<&crate::panics::Origin> {
+        self.origin.as_deref()
+    }
+
+    /// The panic's message, for a report (the payload's text, or the hook's).
+    pub(crate) fn panic_message(&self) -> String {
+        match (self.message(), self.origin()) {
+            (Some(m), _) => m.to_owned(),
+            (None, Some(o)) => o.message().to_owned(),
+            (None, None) => "Box<dyn Any>".to_owned(),
+        }
     }
 
     /// Whether the G panicked.

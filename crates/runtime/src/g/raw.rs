@@ -319,6 +319,8 @@ pub(crate) unsafe fn borrowed_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker>
 unsafe fn poll<F: Future>(ptr: NonNull<Header>) -> bool {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
+    // The G's panics are kept for its `JoinError`, not printed now (see `panics`).
+    let _in_g = crate::panics::InG::enter();
     // SAFETY: the M polling holds a reference for the whole poll.
     let waker = unsafe { borrowed_waker(ptr) };
     let mut cx = Context::from_waker(&waker);
@@ -370,6 +372,8 @@ fn set_stage<F: Future>(stage: &mut Stage<F>, new: Stage<F>, header: &Header) {
 unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
+    // A panic of the future's destructor becomes the G's output (see `set_stage`).
+    let _in_g = crate::panics::InG::enter();
     let err = JoinError::cancelled(cell.header.goid, cell.header.location);
     // SAFETY: exclusive access (RUNNING).
     cell.stage.with_mut(|stage| set_stage(unsafe { &mut *stage }, Stage::Finished(Err(err)), &cell.header));
@@ -380,12 +384,19 @@ unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
 unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
-    // SAFETY: caller owns the stage. A panicking output destructor is swallowed: there is
-    // nobody to report it to, and it must not take the M down.
-    cell.stage.with_mut(|stage| {
-        let old = std::mem::replace(unsafe { &mut *stage }, Stage::Consumed);
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(old)));
-    });
+    // SAFETY: caller owns the stage.
+    let old = cell.stage.with_mut(|stage| std::mem::replace(unsafe { &mut *stage }, Stage::Consumed));
+    match old {
+        // A panic nothing observed: goro says so (and may end the run, see `panics`).
+        Stage::Finished(Err(e)) if e.is_panic() => {
+            crate::panics::unobserved(cell.header.shared(), cell.header.parent, e);
+        }
+        // A panicking output destructor is swallowed: there is nobody to report it to, and
+        // it must not take the M down.
+        old => {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(old)));
+        }
+    }
 }
 
 /// # Safety

@@ -40,6 +40,7 @@ fn quiet_runtime() -> StdArc<Shared> {
         handoff_blocked: true,
         deadlock_detection: true,
         census: crate::checkdead::Census::AllThreads,
+        unhandled_panic: crate::panics::UnhandledPanic::Ignore,
     };
     StdArc::new(Shared::new(config).expect("shared"))
 }

@@ -46,6 +46,7 @@ pub(super) fn shared() -> StdArc<Shared> {
         handoff_blocked: true,
         deadlock_detection: true,
         census: crate::checkdead::Census::AllThreads,
+        unhandled_panic: crate::panics::UnhandledPanic::Ignore,
     };
     let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}

@@ -1,0 +1,180 @@
+//! A G's panic that nothing will observe is not lost: it is printed in Go's shape, and, if the
+//! runtime was built to (`Builder::unhandled_panic`), it ends the run as in Go.
+//!
+//! Rust's panic hook prints a panic where it happens (`thread 'goro-m-1' panicked at ...`),
+//! before anyone knows whether the G's `JoinHandle` will look at it. goro installs a hook of its
+//! own around the previous one: a panic inside a G's poll is not printed then, but kept (its
+//! message, where it happened, and the backtrace if `RUST_BACKTRACE` asks for one) with the
+//! `JoinError` the panic becomes. If the handle receives the error, the program decides what to
+//! print. If the handle was dropped, or is dropped without looking, goro prints
+//!
+//! ```text
+//! panic: boom
+//!     at src/main.rs:20:9
+//!
+//! goroutine 5 [running]:
+//! created by goroutine 1 at src/main.rs:14:9
+//! ```
+//!
+//! (Go's `panic: ` line, then the G's block of the dump). A panic caught inside the G
+//! (`catch_unwind`) is printed when the poll ends, as Rust's hook would have printed it. Panics
+//! outside goro's Gs go to the previous hook unchanged.
+
+use crate::g::JoinError;
+use crate::sched::Shared;
+use std::backtrace::{Backtrace, BacktraceStatus};
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
+use std::panic::PanicHookInfo;
+use std::sync::Once;
+
+/// What to do with a G's panic that no `JoinHandle` observed (`Builder::unhandled_panic`).
+///
+/// ```
+/// use goro::UnhandledPanic;
+/// let rt = goro::Builder::new().unhandled_panic(UnhandledPanic::ShutdownRuntime).build().unwrap();
+/// let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+///     rt.block_on(async {
+///         drop(goro::go(async { panic!("boom") })); // detached: nothing will observe it
+///         std::future::pending::<()>().await; // main would wait forever
+///     })
+/// }));
+/// assert_eq!(*ended.unwrap_err().downcast::<&str>().unwrap(), "boom");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnhandledPanic {
+    /// Print it in Go's shape and go on (the default of `goro::run` and `Builder`): the other
+    /// Gs and main keep running.
+    #[default]
+    Ignore,
+    /// Print it, then end the run with it, as Go does: `block_on` (and `goro::run`) resumes the
+    /// G's panic in the calling thread, a `#[goro::main]` program exits with status 2, a
+    /// `#[goro::test]` fails with the G's panic (both use this policy).
+    ShutdownRuntime,
+}
+
+/// A panic that happened inside a G's poll, as the hook saw it.
+pub(crate) struct Origin {
+    message: String,
+    location: Option<String>,
+    backtrace: Backtrace,
+}
+
+thread_local! {
+    /// Set while this thread polls a G (or drops its future): its panics are the G's.
+    static IN_G: Cell<bool> = const { Cell::new(false) };
+    /// The panic the hook kept for the G being polled.
+    static KEPT: RefCell<Option<Origin>> = const { RefCell::new(None) };
+}
+
+/// Installs goro's hook around the current one, once per process (at the first runtime built).
+pub(crate) fn install_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
+            let in_g = IN_G.try_with(Cell::get).unwrap_or(false);
+            let kept = in_g
+                && KEPT
+                    .try_with(|k| {
+                        let mut k = k.borrow_mut();
+                        if k.is_some() {
+                            return false; // a second panic (in a destructor): print it now
+                        }
+                        *k = Some(Origin {
+                            message: payload_message(info.payload()),
+                            location: info.location().map(|l| l.to_string()),
+                            backtrace: Backtrace::capture(),
+                        });
+                        true
+                    })
+                    .unwrap_or(false);
+            if !kept {
+                prev(info);
+            }
+        }));
+    });
+}
+
+/// Marks this thread as polling a G until the guard drops; the guard prints a panic that was
+/// kept but caught inside the G (it did not become the G's output).
+pub(crate) struct InG {
+    outer: bool,
+}
+
+impl InG {
+    pub(crate) fn enter() -> InG {
+        InG { outer: IN_G.with(|f| f.replace(true)) }
+    }
+}
+
+impl Drop for InG {
+    fn drop(&mut self) {
+        IN_G.with(|f| f.set(self.outer));
+        if !self.outer {
+            if let Some(o) = take_kept() {
+                // Caught inside the G: print it the way Rust's hook would have.
+                let name = std::thread::current().name().unwrap_or("<unnamed>").to_owned();
+                let at = o.location.as_deref().unwrap_or("<unknown>");
+                let mut s = format!("thread '{name}' panicked at {at}:\n{}\n", o.message);
+                push_backtrace(&mut s, &o.backtrace);
+                eprint!("{s}");
+            }
+        }
+    }
+}
+
+/// The panic kept for the G this thread polls, taken (the poll's `catch_unwind` caught it).
+pub(crate) fn take_kept() -> Option<Origin> {
+    KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten()
+}
+
+fn payload_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_owned()
+    }
+}
+
+fn push_backtrace(s: &mut String, bt: &Backtrace) {
+    if bt.status() == BacktraceStatus::Captured {
+        let _ = writeln!(s, "stack backtrace:\n{bt}");
+    }
+}
+
+/// A G's panic that nothing will observe (`err` is its `JoinError`, dropped unread): prints it
+/// in Go's shape, and ends the run if `sh` was built to. Returns the error back if the run
+/// ends with its payload (the caller hands it to `fatal`).
+pub(crate) fn unobserved(sh: &Shared, parent: u64, err: JoinError) {
+    let mut s = format!("panic: {}", err.panic_message());
+    match err.origin() {
+        Some(o) => {
+            if let Some(at) = &o.location {
+                let _ = write!(s, "\n\tat {at}");
+            }
+            s.push('\n');
+            let g = crate::traceback::Goroutine::panicking(err.id(), err.location(), parent);
+            let _ = write!(s, "\n{g}");
+            push_backtrace(&mut s, &o.backtrace);
+        }
+        None => {
+            let g = crate::traceback::Goroutine::panicking(err.id(), err.location(), parent);
+            let _ = write!(s, "\n\n{g}");
+        }
+    }
+    eprint!("{s}");
+    if sh.config.unhandled_panic == UnhandledPanic::ShutdownRuntime {
+        crate::fatal::end_run(sh, crate::fatal::Ending::Panic(err.into_panic()));
+    }
+}
+
+impl Origin {
+    /// The panic's message.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+}
