@@ -78,6 +78,7 @@ pub mod time;
 pub mod runtime {
     pub use goro_runtime::coop::{poll_proceed, should_yield};
     pub use goro_runtime::{
-        dump, goroutines, metrics, set_wait_reason, Goroutine, GoroutineStatus, Metrics, WaitReason, HEADER_SIZE,
+        dump, dump_on_sigquit, goroutines, metrics, set_wait_reason, Goroutine, GoroutineStatus, Metrics, WaitReason,
+        HEADER_SIZE,
     };
 }

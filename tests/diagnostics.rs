@@ -277,3 +277,53 @@ fn runtime_goroutines_from_a_plain_thread() {
     tx.send_blocking(3).unwrap();
     assert_eq!(h.join().unwrap(), Some(3));
 }
+
+/// The child of [`sigquit_dumps_every_g_and_exits_2`]: `#[goro::main]`'s way (what the macro
+/// expands to), parked until the parent sends SIGQUIT.
+#[test]
+fn case_sigquit() {
+    if common::child::is_child("case_sigquit") {
+        use goro::__private::{Main, RunAsG as _};
+        let ready = std::env::var("GORO_TEST_READY_FILE").unwrap();
+        let main = Main::new(goro::Builder::new().max_procs(2).deadlock_detection(false), async move {
+            let (_tx, rx) = goro::chan::<u32>(0);
+            let h = goro::go(async move { rx.recv().await });
+            while goroutines().iter().all(|g| g.id != h.id() || g.status != GoroutineStatus::Waiting) {
+                goro::yield_now().await;
+            }
+            std::fs::write(&ready, "ready").unwrap();
+            std::future::pending::<()>().await;
+        });
+        main.run();
+    }
+}
+
+/// Go's Ctrl-\: a `#[goro::main]` program prints `SIGQUIT: quit` and every G, and exits 2.
+#[cfg(unix)]
+#[test]
+fn sigquit_dumps_every_g_and_exits_2() {
+    let ready = std::env::temp_dir().join(format!("goro-sigquit-{}", std::process::id()));
+    let _ = std::fs::remove_file(&ready);
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["case_sigquit", "--exact", "--nocapture", "--test-threads=1"])
+        .env("GORO_TEST_CHILD", "case_sigquit")
+        .env("GORO_TEST_READY_FILE", &ready)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + common::HANG;
+    while !ready.exists() {
+        assert!(std::time::Instant::now() < deadline, "the child never got ready");
+        std::thread::sleep(Duration::from_millis(10)); // polling a file, not synchronizing Gs
+    }
+    let kill = std::process::Command::new("kill").args(["-QUIT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&ready);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("SIGQUIT: quit\n\ngoroutine 1 ["), "{err}");
+    assert!(err.contains("main goroutine, started at tests/diagnostics.rs:"), "{err}");
+    assert!(err.contains("[chan receive]:\ncreated by goroutine 1 at tests/diagnostics.rs:"), "{err}");
+}

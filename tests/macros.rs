@@ -115,3 +115,43 @@ fn main_expands_to_a_plain_fn() {
     assert_eq!(main_expansion::with_builder(), 42);
     assert_eq!(main_expansion::with_run(), Ok(5));
 }
+
+/// Go users' goleak: a test whose Gs are still parked when its body returns fails, naming them.
+#[goro::test]
+#[should_panic(expected = "1 goroutine is still alive when the test returned")]
+async fn a_test_that_leaks_a_g_fails() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    goro::go(async move { rx.recv().await });
+    // The sender outlives the test: the G waits forever (a dropped sender would wake it).
+    Box::leak(Box::new(tx));
+}
+
+/// `allow_leaks` opts out.
+#[goro::test(allow_leaks)]
+async fn allow_leaks_lets_a_parked_g_be() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    goro::go(async move { rx.recv().await });
+    Box::leak(Box::new(tx));
+}
+
+/// A G told to stop just before the body returns is finishing, not leaked.
+#[goro::test]
+async fn a_g_that_is_finishing_is_no_leak() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    goro::go(async move {
+        while rx.recv().await.is_some() {}
+        goro::time::sleep(std::time::Duration::from_millis(20)).await;
+    });
+    tx.send(1).await.unwrap();
+    drop(tx);
+}
+
+/// What goro catches that Go cannot: a G blocked on a channel whose other side is gone is
+/// woken (it gets `None`), so it finishes instead of leaking.
+#[goro::test]
+async fn a_g_on_a_channel_whose_sender_is_dropped_is_no_leak() {
+    let (tx, rx) = goro::chan::<u32>(0);
+    goro::go(async move { assert_eq!(rx.recv().await, None) });
+    goro::yield_now().await;
+    drop(tx);
+}

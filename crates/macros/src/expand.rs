@@ -115,6 +115,8 @@ pub(crate) enum Out {
 struct Args {
     /// The tokens of the `max_procs` value expression, if given.
     max_procs: Option<Range<usize>>,
+    /// `allow_leaks` (tests only): Gs still alive when the test returns do not fail it.
+    allow_leaks: bool,
 }
 
 /// The parts of the `async fn` the attribute is on, as ranges of its top-level tokens.
@@ -176,8 +178,11 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
                 Out::Group(Delim::Paren, main_args),
             ],
         ),
-        Out::Code(".run()"),
     ]);
+    if args.allow_leaks {
+        call.push(Out::Code(".allow_leaks()"));
+    }
+    call.push(Out::Code(".run()"));
 
     let mut out = Vec::new();
     if kind == Kind::Test {
@@ -202,10 +207,14 @@ fn stub(item: &[Tok]) -> Vec<Out> {
     }
 }
 
-/// Parses the attribute's arguments: nothing, or `max_procs = N` (with an optional trailing
-/// comma). `N` is any expression; an integer literal is checked here to be at least 1.
+/// Parses the attribute's arguments: nothing, `max_procs = N`, and for a test `allow_leaks`,
+/// separated by commas (a trailing one allowed). `N` is any expression; an integer literal is
+/// checked here to be at least 1.
 fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
-    const EXPECTED: &str = "(expected `max_procs = N`)";
+    let expected = match kind {
+        Kind::Main => "(expected `max_procs = N`)",
+        Kind::Test => "(expected `max_procs = N` or `allow_leaks`)",
+    };
     let at = |a: usize, b: usize| Some((Src::Args, a, b));
     let mut args = Args::default();
     let mut i = 0;
@@ -213,12 +222,34 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
         let name = match &toks[i] {
             Tok::Ident(name) => name,
             other => {
-                let msg = format!("unexpected `{}` {EXPECTED}", other.describe());
+                let msg = format!("unexpected `{}` {expected}", other.describe());
                 return Err(Error::new(kind, msg, at(i, i)));
             }
         };
+        if name == "allow_leaks" && kind == Kind::Test {
+            if args.allow_leaks {
+                return Err(Error::new(kind, "`allow_leaks` is given more than once", at(i, i)));
+            }
+            args.allow_leaks = true;
+            i += 1;
+            match toks.get(i) {
+                None => break,
+                Some(t) if t.is_punct(',') => {
+                    i += 1;
+                    if i < toks.len() && toks[i].is_punct(',') {
+                        let msg = format!("unexpected `,` {expected}");
+                        return Err(Error::new(kind, msg, at(i, i)));
+                    }
+                    continue;
+                }
+                Some(t) => {
+                    let msg = format!("unexpected `{}` after `allow_leaks` {expected}", t.describe());
+                    return Err(Error::new(kind, msg, at(i, i)));
+                }
+            }
+        }
         if name != "max_procs" {
-            let msg = format!("unknown argument `{name}` {EXPECTED}");
+            let msg = format!("unknown argument `{name}` {expected}");
             return Err(Error::new(kind, msg, at(i, i)));
         }
         let name_at = i;
@@ -248,7 +279,7 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
         // Skip the comma; a trailing one is fine, a doubled one is not.
         i += 1;
         if i < toks.len() && toks[i].is_punct(',') {
-            let msg = format!("unexpected `,` {EXPECTED}");
+            let msg = format!("unexpected `,` {expected}");
             return Err(Error::new(kind, msg, at(i, i)));
         }
     }
@@ -676,6 +707,16 @@ mod tests {
     }
 
     #[test]
+    fn test_with_allow_leaks() {
+        for args in ["allow_leaks", "allow_leaks,", "max_procs = 2, allow_leaks", "allow_leaks, max_procs = 2"] {
+            let procs = args.contains("max_procs").then_some("2");
+            let b = test_body(procs, "", "{}");
+            let b = b.replace(".run() }", ".allow_leaks().run() }");
+            assert_expands(Kind::Test, args, "async fn t() {}", &format!("#[::core::prelude::v1::test] fn t() {b}"));
+        }
+    }
+
+    #[test]
     fn test_with_max_procs_and_return_type() {
         assert_expands(
             Kind::Test,
@@ -803,7 +844,20 @@ mod tests {
             Kind::Test,
             "worker_threads = 4",
             "async fn t() {}",
-            "goro::test: unknown argument `worker_threads` (expected `max_procs = N`)",
+            "goro::test: unknown argument `worker_threads` (expected `max_procs = N` or `allow_leaks`)",
+        );
+        // `allow_leaks` is a test's argument only, once.
+        assert_error(
+            Kind::Main,
+            "allow_leaks",
+            "async fn main() {}",
+            "goro::main: unknown argument `allow_leaks` (expected `max_procs = N`)",
+        );
+        assert_error(
+            Kind::Test,
+            "allow_leaks, allow_leaks",
+            "async fn t() {}",
+            "goro::test: `allow_leaks` is given more than once",
         );
         assert_error(Kind::Main, "4", "async fn main() {}", "goro::main: unexpected `4` (expected `max_procs = N`)");
         assert_error(

@@ -59,6 +59,21 @@ pub(crate) fn register(sh: &std::sync::Arc<Shared>) {
     rts.push(std::sync::Arc::downgrade(sh));
 }
 
+/// The dump of every live runtime of the process (`SIGQUIT`), one after the other.
+pub(crate) fn dump_all() -> String {
+    let rts: Vec<_> = RUNTIMES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect();
+    let n = rts.len();
+    let mut out = String::new();
+    for (i, rt) in rts.iter().enumerate() {
+        if n > 1 {
+            out.push_str(&format!("goro runtime {} of {n}:\n\n", i + 1));
+        }
+        out.push_str(&crate::traceback::dump_of(rt));
+        out.push('\n');
+    }
+    out
+}
+
 /// Threads that are goro's (Ms, sysmon) or blocked in a goro blocking call right now, by kernel
 /// thread id, with a count (a thread may be both, nested).
 static OWN_THREADS: StdMutex<Option<HashMap<u32, usize>>> = StdMutex::new(None);

@@ -99,10 +99,27 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     Poll::Ready(())
 }
 
+/// The functions to call when the current poll ends: the one of [`at_poll_end`], and the
+/// runtime's own (see [`at_poll_end_runtime`]).
+#[cfg(not(loom))]
+type PollEnd = [Option<fn()>; 2];
+
 #[cfg(not(loom))]
 thread_local! {
-    /// A function to call when the current poll ends (see [`at_poll_end`]).
-    static POLL_END: Cell<Option<fn()>> = const { Cell::new(None) };
+    static POLL_END: Cell<PollEnd> = const { Cell::new([None, None]) };
+}
+
+/// [`at_poll_end`] for the runtime itself, in a slot of its own (a panic caught inside a G
+/// is printed when the poll ends: see `panics`). Does nothing off the runtime's threads' TLS.
+pub(crate) fn at_poll_end_runtime(f: fn()) {
+    #[cfg(not(loom))]
+    let _ = POLL_END.try_with(|h| {
+        let mut slots = h.get();
+        slots[1] = Some(f);
+        h.set(slots);
+    });
+    #[cfg(loom)]
+    let _ = f;
 }
 
 /// Asks the runtime to call `f` on this thread when the poll now running ends (a G's poll, or
@@ -122,12 +139,16 @@ pub fn at_poll_end(f: fn()) -> bool {
             return false;
         }
         POLL_END
-            .try_with(|h| match h.get() {
-                None => {
-                    h.set(Some(f));
-                    true
+            .try_with(|h| {
+                let mut slots = h.get();
+                match slots[0] {
+                    None => {
+                        slots[0] = Some(f);
+                        h.set(slots);
+                        true
+                    }
+                    Some(g) => std::ptr::fn_addr_eq(g, f),
                 }
-                Some(g) => std::ptr::fn_addr_eq(g, f),
             })
             .unwrap_or(false)
     }
@@ -142,7 +163,7 @@ pub fn at_poll_end(f: fn()) -> bool {
 #[inline]
 pub(crate) fn run_poll_end() {
     #[cfg(not(loom))]
-    if let Some(f) = POLL_END.try_with(|h| h.replace(None)).ok().flatten() {
-        f();
+    if let Ok(slots) = POLL_END.try_with(|h| h.replace([None, None])) {
+        slots.into_iter().flatten().for_each(|f| f());
     }
 }

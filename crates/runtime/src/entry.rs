@@ -26,6 +26,7 @@ use std::io::Write as _;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 /// What the function is: a program's `main`, or a test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,10 +39,23 @@ enum Kind {
     Test,
 }
 
+/// Whether Gs still alive when a test's body returns fail the test (Go users' goleak).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leaks {
+    Fail,
+    /// `#[goro::test(allow_leaks)]`.
+    Allow,
+}
+
+/// How long a test's Gs may take to finish after its body returned (goleak retries too: a G
+/// that was just told to stop is not a leak).
+const LEAK_GRACE: Duration = Duration::from_secs(1);
+
 /// The main function of a `#[goro::main]` program or a `#[goro::test]`, before it runs.
 pub struct Main<F> {
     builder: Builder,
     kind: Kind,
+    leaks: Cell<Leaks>,
     future: Cell<Option<F>>,
 }
 
@@ -49,18 +63,62 @@ impl<F> Main<F> {
     /// A program's `main`: `future` to run on a runtime built from `builder`.
     pub fn new(builder: Builder, future: F) -> Main<F> {
         let builder = builder.unhandled_panic(UnhandledPanic::ShutdownRuntime);
-        Main { builder, kind: Kind::Main, future: Cell::new(Some(future)) }
+        Main { builder, kind: Kind::Main, leaks: Cell::new(Leaks::Allow), future: Cell::new(Some(future)) }
     }
 
     /// A test's body: as [`new`](Main::new), in a test harness.
     pub fn test(builder: Builder, future: F) -> Main<F> {
         let builder = builder.in_test_harness().unhandled_panic(UnhandledPanic::ShutdownRuntime);
-        Main { builder, kind: Kind::Test, future: Cell::new(Some(future)) }
+        Main { builder, kind: Kind::Test, leaks: Cell::new(Leaks::Fail), future: Cell::new(Some(future)) }
+    }
+
+    /// `#[goro::test(allow_leaks)]`: Gs still alive when the test's body returns do not fail it.
+    pub fn allow_leaks(&self) -> &Self {
+        self.leaks.set(Leaks::Allow);
+        self
+    }
+
+    /// A test's leak check, once its body returned: Gs of `rt` still alive after
+    /// [`LEAK_GRACE`] fail the test, with their dump.
+    fn check_leaks(&self, rt: &Runtime) {
+        if self.leaks.get() == Leaks::Allow {
+            return;
+        }
+        let deadline = Instant::now() + LEAK_GRACE;
+        let mut pause = Duration::from_micros(100);
+        loop {
+            let alive = rt.goroutines();
+            if alive.is_empty() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let n = alive.len();
+                let dump: Vec<String> = alive.iter().map(|g| g.to_string()).collect();
+                panic!(
+                    "goro: {n} goroutine{} still alive when the test returned (a leak; \
+                     #[goro::test(allow_leaks)] allows it):\n\n{}",
+                    if n == 1 { " is" } else { "s are" },
+                    dump.join("\n")
+                );
+            }
+            // Waiting for Gs that may be finishing: nothing to wait on but time (goleak's way).
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
     }
 
     fn parts(&self) -> (Runtime, F) {
         let rt = self.builder.clone().build().unwrap_or_else(|e| panic!("goro: cannot build the runtime: {e}"));
         (rt, self.future.take().expect("goro: a main function runs once"))
+    }
+
+    /// A program dumps its Gs on `SIGQUIT`, as Go's does (a test leaves the signal alone).
+    fn sigquit(&self) {
+        if self.kind == Kind::Main {
+            if let Err(e) = crate::dump_on_sigquit() {
+                crate::config::warn_once(&format!("goro: cannot catch SIGQUIT ({e}): no dump on Ctrl-\\"));
+            }
+        }
     }
 
     /// The run ended early: a program ends as Go's does (exit status 2, after the report on
@@ -104,6 +162,7 @@ where
     #[track_caller]
     fn run(&self) -> F::Output {
         let (rt, future) = self.parts();
+        self.sigquit();
         let mut main = rt.spawn(future);
         rt.mark_main(main.id());
         // A plain thread's wait (this thread is no M of the runtime), for main or an ending.
@@ -120,6 +179,9 @@ where
             Ok(out) => out,
             Err(ending) => self.ended(ending),
         };
+        if out.is_ok() && self.kind == Kind::Test {
+            self.check_leaks(&rt);
+        }
         drop(rt);
         match out {
             Ok(v) => v,
@@ -142,8 +204,14 @@ impl<F: Future> RunOnThread for &Main<F> {
 
     fn run(&self) -> F::Output {
         let (rt, future) = self.parts();
+        self.sigquit();
         match catch_unwind(AssertUnwindSafe(|| rt.block_on(future))) {
-            Ok(v) => v,
+            Ok(v) => {
+                if self.kind == Kind::Test {
+                    self.check_leaks(&rt);
+                }
+                v
+            }
             // The run ended early (block_on returned the ending as a panic), or main panicked.
             Err(p) if rt.has_ended() => match p.downcast::<String>() {
                 Ok(report) if report.starts_with(DEADLOCK) => self.ended(Ending::Deadlock(*report)),

@@ -68,6 +68,7 @@ mod park;
 mod runq;
 mod runtime;
 mod sched;
+mod sigquit;
 mod syscall;
 mod sysmon;
 pub mod time;
@@ -93,5 +94,6 @@ pub use panics::UnhandledPanic;
 pub use runtime::{
     current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime,
 };
+pub use sigquit::dump_on_sigquit;
 pub use traceback::{Goroutine, GoroutineStatus};
 pub use yield_now::{yield_now, YieldNow};

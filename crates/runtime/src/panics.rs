@@ -23,7 +23,7 @@
 use crate::g::JoinError;
 use crate::sched::Shared;
 use std::backtrace::{Backtrace, BacktraceStatus};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::panic::PanicHookInfo;
 use std::sync::Once;
@@ -62,10 +62,14 @@ pub(crate) struct Origin {
 }
 
 thread_local! {
-    /// Set while this thread polls a G (or drops its future): its panics are the G's.
-    static IN_G: Cell<bool> = const { Cell::new(false) };
     /// The panic the hook kept for the G being polled.
     static KEPT: RefCell<Option<Origin>> = const { RefCell::new(None) };
+}
+
+/// Whether this thread is polling a G (or dropping its future): its panics are the G's. Only
+/// the hook asks, so the poll itself pays nothing.
+fn in_g() -> bool {
+    crate::context::with(|ctx| ctx.is_some_and(|c| c.curg.get().is_some()))
 }
 
 /// Installs goro's hook around the current one, once per process (at the first runtime built).
@@ -74,8 +78,7 @@ pub(crate) fn install_hook() {
     ONCE.call_once(|| {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
-            let in_g = IN_G.try_with(Cell::get).unwrap_or(false);
-            let kept = in_g
+            let kept = in_g()
                 && KEPT
                     .try_with(|k| {
                         let mut k = k.borrow_mut();
@@ -90,38 +93,25 @@ pub(crate) fn install_hook() {
                         true
                     })
                     .unwrap_or(false);
-            if !kept {
+            if kept {
+                // If the G catches it itself, it is printed when the poll ends.
+                crate::coop::at_poll_end_runtime(print_caught);
+            } else {
                 prev(info);
             }
         }));
     });
 }
 
-/// Marks this thread as polling a G until the guard drops; the guard prints a panic that was
-/// kept but caught inside the G (it did not become the G's output).
-pub(crate) struct InG {
-    outer: bool,
-}
-
-impl InG {
-    pub(crate) fn enter() -> InG {
-        InG { outer: IN_G.with(|f| f.replace(true)) }
-    }
-}
-
-impl Drop for InG {
-    fn drop(&mut self) {
-        IN_G.with(|f| f.set(self.outer));
-        if !self.outer {
-            if let Some(o) = take_kept() {
-                // Caught inside the G: print it the way Rust's hook would have.
-                let name = std::thread::current().name().unwrap_or("<unnamed>").to_owned();
-                let at = o.location.as_deref().unwrap_or("<unknown>");
-                let mut s = format!("thread '{name}' panicked at {at}:\n{}\n", o.message);
-                push_backtrace(&mut s, &o.backtrace);
-                eprint!("{s}");
-            }
-        }
+/// At the end of a poll in which a G panicked: if the G caught the panic itself (it did not
+/// become the G's output, which takes it), print it the way Rust's hook would have.
+fn print_caught() {
+    if let Some(o) = take_kept() {
+        let name = std::thread::current().name().unwrap_or("<unnamed>").to_owned();
+        let at = o.location.as_deref().unwrap_or("<unknown>");
+        let mut s = format!("thread '{name}' panicked at {at}:\n{}\n", o.message);
+        push_backtrace(&mut s, &o.backtrace);
+        eprint!("{s}");
     }
 }
 

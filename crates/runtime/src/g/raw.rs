@@ -319,8 +319,6 @@ pub(crate) unsafe fn borrowed_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker>
 unsafe fn poll<F: Future>(ptr: NonNull<Header>) -> bool {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
-    // The G's panics are kept for its `JoinError`, not printed now (see `panics`).
-    let _in_g = crate::panics::InG::enter();
     // SAFETY: the M polling holds a reference for the whole poll.
     let waker = unsafe { borrowed_waker(ptr) };
     let mut cx = Context::from_waker(&waker);
@@ -372,8 +370,6 @@ fn set_stage<F: Future>(stage: &mut Stage<F>, new: Stage<F>, header: &Header) {
 unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
-    // A panic of the future's destructor becomes the G's output (see `set_stage`).
-    let _in_g = crate::panics::InG::enter();
     let err = JoinError::cancelled(cell.header.goid, cell.header.location);
     // SAFETY: exclusive access (RUNNING).
     cell.stage.with_mut(|stage| set_stage(unsafe { &mut *stage }, Stage::Finished(Err(err)), &cell.header));
