@@ -21,7 +21,7 @@ mod dynamic;
 mod macros;
 
 pub use cases::{Case, RecvCase, SendCase};
-pub use dynamic::{RecvToken, Select, SendToken};
+pub use dynamic::{RecvToken, Select, SendToken, Wait};
 
 use crate::waitq::SelectShared;
 use std::cell::Cell;
@@ -338,6 +338,13 @@ impl<T> AsRecv for crate::Receiver<T> {
     }
 }
 
+impl<T> AsRecv for crate::Chan<T> {
+    type Item = T;
+    fn as_recv(&self) -> Option<&crate::Receiver<T>> {
+        Some(self.receiver_ref())
+    }
+}
+
 impl<R: AsRecv + ?Sized> AsRecv for &R {
     type Item = R::Item;
     fn as_recv(&self) -> Option<&crate::Receiver<R::Item>> {
@@ -365,6 +372,13 @@ impl<T> AsSend for crate::Sender<T> {
     type Item = T;
     fn as_send(&self) -> Option<&crate::Sender<T>> {
         Some(self)
+    }
+}
+
+impl<T> AsSend for crate::Chan<T> {
+    type Item = T;
+    fn as_send(&self) -> Option<&crate::Sender<T>> {
+        Some(self.sender_ref())
     }
 }
 

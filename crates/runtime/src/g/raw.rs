@@ -50,6 +50,8 @@ pub enum WaitReason {
     SyncRwMutexLock,
     /// `semacquire` (a weighted semaphore, `sync.Once` waiting for the first call, a `Pool`).
     SemAcquire,
+    /// `sync.Cond.Wait`.
+    SyncCondWait,
 }
 
 impl WaitReason {
@@ -68,6 +70,7 @@ impl WaitReason {
             WaitReason::SyncRwMutexRLock => "sync.RWMutex.RLock",
             WaitReason::SyncRwMutexLock => "sync.RWMutex.Lock",
             WaitReason::SemAcquire => "semacquire",
+            WaitReason::SyncCondWait => "sync.Cond.Wait",
         }
     }
 
@@ -84,6 +87,7 @@ impl WaitReason {
             9 => WaitReason::SyncRwMutexRLock,
             10 => WaitReason::SyncRwMutexLock,
             11 => WaitReason::SemAcquire,
+            12 => WaitReason::SyncCondWait,
             _ => WaitReason::Unknown,
         }
     }
