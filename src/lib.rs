@@ -27,6 +27,9 @@
 //! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
 //! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
 //! | `net.Listen`, `net.Dial`, `net.Conn` | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`] |
+//! | `sync.Cond`, `x/sync/errgroup` | [`sync::Cond`], [`sync::errgroup::Group`] |
+//! | `context.WithTimeout` around one call | [`time::timeout`] |
+//! | `signal.NotifyContext` | `signal::notify_context` (unix) |
 //!
 //! The runtime honours `GORO_MAXPROCS` (Go's `GOMAXPROCS`) and `GORO_DEBUG=schedtrace=N`
 //! (Go's `GODEBUG=schedtrace=N`).
@@ -65,6 +68,8 @@ pub mod __private {
 pub mod context;
 #[cfg(not(loom))]
 pub mod net;
+#[cfg(all(unix, not(loom)))]
+pub mod signal;
 pub mod time;
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
