@@ -44,6 +44,8 @@ pub(super) fn shared() -> StdArc<Shared> {
         stack_size: None,
         schedtrace: None,
         handoff_blocked: true,
+        on_thread_start: None,
+        on_thread_stop: None,
     };
     let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}
