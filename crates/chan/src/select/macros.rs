@@ -38,8 +38,9 @@
 ///   did not fire did not send.
 /// - `default => body`: makes the select non-blocking.
 ///
-/// Arms are written as in `match`: an arm whose body is a block needs no comma after it; any
-/// other body is followed by a comma (optional after the last arm). A case that does not parse
+/// Arms are written as in `match`: an arm whose body is a block `{ .. }` needs no comma after
+/// it; any other body is followed by a comma (optional after the last arm). Unlike `match`, a
+/// body that is a bare `match`, `if` or loop expression needs the comma too (or braces). A case that does not parse
 /// is reported at its first wrong token, with what was expected there.
 ///
 /// A case's channel may be a `Receiver`/`Sender`, a [`Chan`](crate::Chan), a reference to one,
