@@ -52,8 +52,8 @@ fn main() {
     );
     println!(
         "size_of the recv future Recv<u64>: {} bytes, the send future Send<u64>: {} bytes (sudog included)",
-        size_of::<goro::chan::Recv<'static, u64>>(),
-        size_of::<goro::chan::Send<'static, u64>>()
+        size_of::<goro::chan::futures::Recv<'static, u64>>(),
+        size_of::<goro::chan::futures::Send<'static, u64>>()
     );
 
     let n = 1_000_000;

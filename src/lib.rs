@@ -23,10 +23,13 @@
 //! | `runtime.GOMAXPROCS(0)` | [`max_procs`] |
 //! | `runtime.NumGoroutine()` | [`num_goroutine`] |
 //! | `runtime/metrics` | [`runtime::metrics`] |
-//! | `make(chan T, n)` | [`chan()`](fn@chan) |
+//! | `make(chan T, n)` | [`chan()`](fn@chan) (a `Sender` and a `Receiver`), or one [`Chan`] handle |
 //! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
 //! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
 //! | `net.Listen`, `net.Dial`, `net.Conn` | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`] |
+//! | `sync.Cond`, `x/sync/errgroup` | [`sync::Cond`], [`sync::errgroup::Group`] |
+//! | `context.WithTimeout` around one call | [`time::timeout`] |
+//! | `signal.NotifyContext` | `signal::notify_context` (unix) |
 //!
 //! The runtime honours `GORO_MAXPROCS` (Go's `GOMAXPROCS`) and `GORO_DEBUG=schedtrace=N`
 //! (Go's `GODEBUG=schedtrace=N`).
@@ -39,28 +42,22 @@ pub use goro_runtime::{
     WaitReason, YieldNow,
 };
 
-pub use goro_chan::{chan, select, select_blocking};
+pub use goro_chan::{chan, select, select_blocking, Chan};
 
 /// Channels: the handles, errors and the dynamic [`Select`](chan::Select). The constructor is
 /// the function [`goro::chan`](fn@crate::chan) of the same name.
+///
+/// The futures of the async methods (`Send`, `Recv`, the dynamic select's `Wait`) are in
+/// [`chan::futures`], out of reach of `use goro::chan::*`, which would otherwise shadow the
+/// marker trait `Send`.
 pub mod chan {
+    pub use goro_chan::futures;
     pub use goro_chan::{
-        Iter, Receiver, Recv, RecvToken, Select, Send, SendError, SendToken, Sender, TryRecvError, TrySendError,
+        Chan, Iter, Receiver, RecvToken, Select, SendError, SendToken, Sender, TryRecvError, TrySendError,
     };
 }
 
-/// Go's `sync` package (and `golang.org/x/sync/semaphore`): [`WaitGroup`](sync::WaitGroup),
-/// [`Mutex`](sync::Mutex), [`RwMutex`](sync::RwMutex), [`Once`](sync::Once), [`Pool`](sync::Pool) and the weighted
-/// [`Semaphore`](sync::Semaphore). Waiting Gs park instead of blocking their M; plain threads use
-/// the `*_blocking` methods; every future is cancel-safe.
-/// [`Map`](sync::Map) is Go's classic read-mostly concurrent map (`sync.Map`).
-pub mod sync {
-    pub use goro_sync::Map;
-    pub use goro_sync::{
-        Acquire, AcquireOwned, AcquirePermit, Lock, Mutex, MutexGuard, Once, OwnedSemaphorePermit, Pool, ReadLock,
-        RwMutex, RwMutexReadGuard, RwMutexWriteGuard, Semaphore, SemaphorePermit, Wait, WaitGroup, WriteLock,
-    };
-}
+pub mod sync;
 
 /// What the attribute macros expand to. Not a public API.
 #[doc(hidden)]
@@ -71,6 +68,8 @@ pub mod __private {
 pub mod context;
 #[cfg(not(loom))]
 pub mod net;
+#[cfg(all(unix, not(loom)))]
+pub mod signal;
 pub mod time;
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and

@@ -1,5 +1,5 @@
 //! Go's `time` package on goro's timers: [`sleep`], [`after`], [`tick`], [`Timer`], [`Ticker`],
-//! [`after_func`].
+//! [`after_func`], and [`timeout`] (Go's `context.WithTimeout` around one call).
 //!
 //! Timers live on the runtime's per-P timer heaps (Go's design): a sleeping G or a pending timer
 //! costs no thread, and the runtime's idle M sleeps in the netpoller until the earliest
@@ -30,9 +30,126 @@
 use crate::chan::{Receiver, Sender};
 use goro_runtime::time::RawTimer;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 pub use goro_runtime::time::{sleep, sleep_until, Sleep};
+
+/// Runs `fut` for at most `d`: its output, or [`Elapsed`] if `d` passed first (Go's
+/// `ctx, cancel := context.WithTimeout(ctx, d)` around one call, or a `select` of the call
+/// against `time.After(d)`). On timeout `fut` is dropped, so use it with cancel-safe futures
+/// (goro's channel operations, locks and socket reads are; see each method's docs).
+///
+/// `fut` is polled first: one that is ready at once wins even with a zero `d`. Waiting needs a
+/// goro runtime (the timer lives there): await it in a G.
+///
+/// # Cancel safety
+/// As cancel-safe as `fut`: dropping the timeout drops `fut` and stops the timer.
+///
+/// ```
+/// use goro::time::{timeout, Elapsed};
+/// use std::time::Duration;
+/// goro::run(async {
+///     let (tx, rx) = goro::chan::<u32>(1);
+///     assert_eq!(timeout(Duration::from_millis(5), rx.recv()).await, Err(Elapsed));
+///     tx.send(7).await.unwrap();
+///     assert_eq!(timeout(Duration::from_secs(5), rx.recv()).await, Ok(Some(7)));
+/// });
+/// ```
+pub fn timeout<F: Future>(d: Duration, fut: F) -> Timeout<F> {
+    Timeout { fut, sleep: sleep(d) }
+}
+
+/// [`timeout`] with a deadline instead of a duration (Go's `context.WithDeadline` around one
+/// call).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// goro::run(async {
+///     let deadline = Instant::now() + Duration::from_millis(2);
+///     let never = std::future::pending::<()>();
+///     assert!(goro::time::timeout_at(deadline, never).await.is_err());
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+pub fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Timeout<F> {
+    Timeout { fut, sleep: sleep_until(deadline) }
+}
+
+/// The future of [`timeout`] and [`timeout_at`].
+///
+/// Cancel-safe as far as the inner future is: dropping it drops the inner future and stops
+/// the timer.
+#[must_use = "futures do nothing unless you `.await` them"]
+pub struct Timeout<F> {
+    fut: F,
+    sleep: Sleep,
+}
+
+impl<F> Timeout<F> {
+    /// The inner future, given up without waiting for it.
+    ///
+    /// ```
+    /// let t = goro::time::timeout(std::time::Duration::from_secs(1), async { 5 });
+    /// let inner = t.into_inner();
+    /// assert_eq!(goro::run(inner), 5);
+    /// ```
+    pub fn into_inner(self) -> F {
+        self.fut
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: structural pinning of both fields; neither is moved out while pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: `fut` is pinned with `self`.
+        if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        // SAFETY: as above, for `sleep`.
+        match unsafe { Pin::new_unchecked(&mut this.sleep) }.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<F> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout").field("deadline", &self.sleep.deadline()).finish_non_exhaustive()
+    }
+}
+
+/// The error of [`timeout`]: the time ran out before the future completed. Its message is
+/// Go's `context deadline exceeded`; as an [`io::Error`](std::io::Error) it is
+/// [`TimedOut`](std::io::ErrorKind::TimedOut).
+///
+/// ```
+/// let e: std::io::Error = goro::time::Elapsed.into();
+/// assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+/// assert_eq!(goro::time::Elapsed.to_string(), "context deadline exceeded");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Elapsed;
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("context deadline exceeded")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(e: Elapsed) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
 
 /// A channel that receives the time once, after `d` (Go's `time.After`).
 ///
@@ -86,7 +203,8 @@ fn send_time(tx: Sender<Instant>) -> impl FnMut() -> bool + Send + 'static {
 
 /// A single event: after the duration, the time is sent on [`c`](Timer::c) (Go's `time.Timer`).
 ///
-/// Dropping the timer stops it.
+/// Dropping the timer stops it, except an [`after_func`] timer, which runs its function
+/// whether or not the `Timer` is kept (stop it to cancel).
 ///
 /// ```
 /// use std::time::Duration;
@@ -97,10 +215,11 @@ fn send_time(tx: Sender<Instant>) -> impl FnMut() -> bool + Send + 'static {
 ///     t.c.recv().await.unwrap();
 /// });
 /// ```
+#[must_use = "a Timer stops when dropped (an after_func timer runs anyway): keep it to receive from `c`, stop or reset it; `let _ = after_func(..)` for a callback that is never stopped"]
 pub struct Timer {
     /// Receives the time when the timer fires (never, for an [`after_func`] timer).
     pub c: Receiver<Instant>,
-    raw: RawTimer,
+    raw: Handle,
     /// An [`after_func`] timer's sender, kept so that `c` blocks forever (Go's nil `C`) rather
     /// than reporting a closed channel.
     _never: Option<Sender<Instant>>,
@@ -126,7 +245,11 @@ impl Timer {
         let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
         raw.reset(Instant::now().checked_add(d), None);
-        Timer { c, raw, _never: None }
+        Timer { c, raw: Handle { raw: Some(raw), detach_on_drop: false }, _never: None }
+    }
+
+    fn raw(&self) -> &RawTimer {
+        self.raw.raw.as_ref().expect("a live Timer has its timer")
     }
 
     /// Stops the timer (Go's `Stop`): returns `true` if this call stopped it, `false` if it had
@@ -143,7 +266,7 @@ impl Timer {
     /// });
     /// ```
     pub fn stop(&self) -> bool {
-        let was = self.raw.stop();
+        let was = self.raw().stop();
         let _ = self.c.try_recv();
         was
     }
@@ -163,9 +286,10 @@ impl Timer {
     /// });
     /// ```
     pub fn reset(&self, d: Duration) -> bool {
-        let was = self.raw.stop();
+        let raw = self.raw();
+        let was = raw.stop();
         let _ = self.c.try_recv();
-        self.raw.reset(Instant::now().checked_add(d), None);
+        raw.reset(Instant::now().checked_add(d), None);
         was
     }
 
@@ -173,31 +297,60 @@ impl Timer {
     /// until it fires.
     fn into_channel(self) -> Receiver<Instant> {
         // The armed core stays in its heap until it fires; only the handle goes.
-        self.raw.detach();
-        self.c
+        let Timer { c, mut raw, .. } = self;
+        raw.detach_on_drop = true;
+        c
+    }
+}
+
+/// A [`Timer`]'s timer: stopped when dropped, or left armed to fire (an [`after_func`] timer
+/// runs its function whether or not its handle is kept: Go programs drop it).
+struct Handle {
+    /// `None` only while dropping.
+    raw: Option<RawTimer>,
+    detach_on_drop: bool,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw.take() {
+            if self.detach_on_drop {
+                raw.detach();
+            }
+            // else: dropping the RawTimer stops it.
+        }
     }
 }
 
 impl fmt::Debug for Timer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Timer").field("active", &self.raw.is_active()).finish()
+        f.debug_struct("Timer").field("active", &self.raw().is_active()).finish()
     }
 }
 
-/// Calls `f` in its own G after `d` (Go's `time.AfterFunc`). The returned timer's
-/// [`stop`](Timer::stop) keeps `f` from running if it has not started, and
+/// Calls `f` in its own G after `d` (Go's `time.AfterFunc`), whether or not the returned
+/// [`Timer`] is kept: as in Go, dropping it does not cancel `f` (Go programs nearly always drop
+/// it). The timer's [`stop`](Timer::stop) keeps `f` from running if it has not started, and
 /// [`reset`](Timer::reset) schedules it again, even after it ran (so a debounce ports as is:
 /// `f` is `Fn`, not `FnOnce`). Its `c` never receives (a receive on it waits forever, as on
 /// Go's nil `C`).
+///
+/// `Timer` is `#[must_use]` (a dropped `Timer::new` is a bug); for a callback you will never
+/// stop, say so with `let _ = after_func(d, f);`.
 ///
 /// ```
 /// use std::time::Duration;
 /// goro::run(async {
 ///     let (tx, rx) = goro::chan(1);
-///     let _t = goro::time::after_func(Duration::from_millis(1), move || {
+///     // time.AfterFunc(time.Millisecond, func() { ch <- "ran" })
+///     let _ = goro::time::after_func(Duration::from_millis(1), move || {
 ///         tx.try_send("ran").unwrap();
 ///     });
 ///     assert_eq!(rx.recv().await, Some("ran"));
+///
+///     // Keep the timer to cancel it.
+///     let t = goro::time::after_func(Duration::from_secs(3600), || unreachable!());
+///     assert!(t.stop());
 /// });
 /// ```
 pub fn after_func<F>(d: Duration, f: F) -> Timer
@@ -212,13 +365,14 @@ where
         true
     });
     raw.reset(Instant::now().checked_add(d), None);
-    Timer { c, raw, _never: Some(never) }
+    Timer { c, raw: Handle { raw: Some(raw), detach_on_drop: true }, _never: Some(never) }
 }
 
 /// Sends the time on [`c`](Ticker::c) every period (Go's `time.Ticker`). If the receiver falls
 /// behind, ticks are dropped (the channel holds one), so it never builds a backlog.
 ///
 /// Dropping the ticker stops it.
+#[must_use = "a Ticker stops when dropped: keep it and receive from `c` (or use `goro::time::tick(d)`)"]
 ///
 /// ```
 /// use std::time::Duration;

@@ -13,7 +13,8 @@
 mod chan_common;
 
 use chan_common::*;
-use goro::chan::{Receiver, Recv, Send, SendError, Sender, TryRecvError, TrySendError};
+use goro::chan::futures::{Recv, Send};
+use goro::chan::{Receiver, SendError, Sender, TryRecvError, TrySendError};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::pin::Pin;

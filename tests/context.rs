@@ -703,7 +703,9 @@ impl Rng {
 }
 
 fn layers(seed: u64, timeout: bool) {
-    const TIMEOUT: Duration = Duration::from_millis(20);
+    // The cancel variant must not race its timers: under load, building the layers can take
+    // longer than 20 ms, and the leaf would then report DeadlineExceeded, not Canceled.
+    let timeout_after = if timeout { Duration::from_millis(20) } else { Duration::from_secs(3600) };
     rt(2).block_on(async move {
         let mut rng = Rng(seed);
         let mut ctx = Context::background();
@@ -721,7 +723,7 @@ fn layers(seed: u64, timeout: bool) {
                     cancels.push(cancel);
                 }
                 _ => {
-                    let (c, cancel) = context::with_timeout(&ctx, TIMEOUT);
+                    let (c, cancel) = context::with_timeout(&ctx, timeout_after);
                     ctx = c;
                     cancels.push(cancel);
                     timers += 1;

@@ -989,7 +989,7 @@ async fn timers(stop: Arc<AtomicBool>, hits: Arc<AtomicU64>, seed: u64) -> Timer
                     stopped.push(runs);
                 } else {
                     s.funcs_expected += 1;
-                    // Kept until it has run: dropping the timer would stop it.
+                    // Kept until it has run (dropping it would not stop it: kept for the check).
                     pending.push((f, runs));
                 }
             }

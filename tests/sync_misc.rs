@@ -545,9 +545,9 @@ fn semaphore_one_release_grants_many() {
 fn semaphore_send_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Semaphore>();
-    assert_send_sync::<goro::sync::Acquire<'static>>();
-    assert_send_sync::<goro::sync::AcquirePermit<'static>>();
-    assert_send_sync::<goro::sync::AcquireOwned>();
+    assert_send_sync::<goro::sync::futures::Acquire<'static>>();
+    assert_send_sync::<goro::sync::futures::AcquirePermit<'static>>();
+    assert_send_sync::<goro::sync::futures::AcquireOwned>();
     assert_send_sync::<goro::sync::SemaphorePermit<'static>>();
     assert_send_sync::<goro::sync::OwnedSemaphorePermit>();
     assert_eq!(Semaphore::new(0).size(), 0);

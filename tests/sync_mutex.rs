@@ -506,7 +506,7 @@ fn into_inner_get_mut_default_debug() {
     send_sync::<Mutex<u8>>();
     send_sync::<goro::sync::MutexGuard<'static, u8>>();
     fn send<T: Send>() {}
-    send::<goro::sync::Lock<'static, u8>>(); // a G may hold a lock() across an await
+    send::<goro::sync::futures::Lock<'static, u8>>(); // a G may hold a lock() across an await
 }
 
 /// W10 of `shared/BENCHMARKS.md`, timed ad hoc (not an assertion): 4 Gs each increment a

@@ -449,8 +449,8 @@ fn send_sync() {
     // A write guard only needs `T: Send` to move (it is exclusive), like a `MutexGuard`.
     send::<RwMutexWriteGuard<'static, std::cell::Cell<u32>>>();
     // The lock futures can be held across awaits in a G.
-    send::<goro::sync::ReadLock<'static, u32>>();
-    send::<goro::sync::WriteLock<'static, u32>>();
+    send::<goro::sync::futures::ReadLock<'static, u32>>();
+    send::<goro::sync::futures::WriteLock<'static, u32>>();
 }
 
 /// From a plain thread while Gs hold the lock: the blocking calls wait for the Gs.

@@ -404,5 +404,5 @@ fn zero_counter_is_ready() {
 fn wait_group_is_send_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<WaitGroup>();
-    assert_send_sync::<goro::sync::Wait<'static>>();
+    assert_send_sync::<goro::sync::futures::Wait<'static>>();
 }

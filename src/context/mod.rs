@@ -131,7 +131,7 @@
 //! - Cancellation walks the subtree recursively, as Go's does: a chain of tens of thousands of
 //!   nested *cancelable* contexts could exhaust the stack of the canceller (value nodes do not
 //!   count).
-//! - Not ported (yet): `AfterFunc`, `WithDeadlineCause`'s nil cause.
+//! - Not ported: `AfterFunc`, `WithDeadlineCause`'s nil cause.
 
 mod node;
 mod with;

@@ -78,6 +78,14 @@ impl DeadlineTimer {
     }
 }
 
+impl Drop for DeadlineTimer {
+    fn drop(&mut self) {
+        // An `after_func` timer keeps running when its handle is dropped; a deadline whose node
+        // is gone must not (a no-op after `stop`).
+        self.timer.stop();
+    }
+}
+
 /// The `done` channel of a cancelable node: unbuffered, never sent on, closed on cancel.
 pub(super) struct DoneChan {
     /// Both are `Some` until `drop`.

@@ -124,6 +124,26 @@ impl TcpListener {
         Ok((TcpStream::new(stream)?, peer))
     }
 
+    /// Sets the deadline of [`accept`](TcpListener::accept) (Go's `TCPListener.SetDeadline`):
+    /// past it, accepting (a waiting accept too) fails with [`io::ErrorKind::TimedOut`].
+    /// `None` clears it.
+    ///
+    /// ```
+    /// use goro::net::TcpListener;
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+    ///     ln.set_deadline(Some(Instant::now() + Duration::from_millis(5)))?;
+    ///     let err = ln.accept().await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_deadline(&self, deadline: Option<std::time::Instant>) -> io::Result<()> {
+        self.io.set_deadline(Direction::Read, deadline)
+    }
+
     /// The address the listener is bound to (Go's `Addr`).
     ///
     /// ```

@@ -104,28 +104,201 @@ pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf
 pub use stream::TcpStream;
 pub use udp::UdpSocket;
 
-use goro_runtime::io::{Direction, Registration};
+use goro_runtime::io::{Direction, ReadyEvent, Registration};
+use goro_runtime::time::RawTimer;
 use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::task::{ready, Context, Poll};
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock};
+use std::task::{ready, Context, Poll, Wake, Waker};
+use std::time::Instant;
 
 /// A mio socket registered with the netpoller, plus one turn-taking lock per direction (Go's
-/// `fdMutex`): the registration keeps one waiting G per direction, so Gs sharing the socket
-/// through `&self` wait for their turn on the lock, not in the poller.
+/// `fdMutex`), so Gs sharing the socket through `&self` wait for their turn on the lock, and
+/// one [`Waiters`] per direction: the registration keeps one waker per direction, and the
+/// waiters' set is what it wakes, so tasks polling one direction at once through the
+/// `futures_io` traits on `&TcpStream` (which cannot take turns) are all woken, and so is an
+/// operation whose deadline changed.
 pub(crate) struct Io<S: mio::event::Source> {
     source: S,
     reg: Registration,
     read_turn: crate::sync::Mutex<()>,
     write_turn: crate::sync::Mutex<()>,
+    /// Made on first use (the first wait or deadline in that direction).
+    dirs: [OnceLock<Dir>; 2],
+}
+
+/// One direction's waiters and deadline.
+struct Dir {
+    waiters: Arc<Waiters>,
+    /// A waker of `waiters`: what the registration holds while anybody waits.
+    mux: Waker,
+    /// The deadline's timer, made by the first deadline in the future. Kept here, not in
+    /// `waiters`, which the timer's function holds (weakly, but a strong reference it upgraded
+    /// may be the last): dropping the timer inside its own function would deadlock.
+    timer: StdMutex<Option<RawTimer>>,
+}
+
+/// The tasks waiting in one direction, and its deadline (Go's `pollDesc` `rd`/`wd` and their
+/// timers).
+///
+/// Protocol: a task that finds the socket not ready adds its waker, then checks the deadline
+/// and the readiness again; the netpoller (readiness) and the deadline timer or a
+/// `set_deadline` (expiry, or a new deadline) wake every waker in the set. A waker added before
+/// such a wake is woken by it; one added after it finds the readiness or the expiry on its
+/// second check. Woken tasks that find nothing to do add themselves again.
+struct Waiters {
+    wakers: StdMutex<Vec<Waker>>,
+    /// Whether a deadline is set (the fast path reads only this).
+    has_deadline: AtomicBool,
+    /// The deadline's timer fired (or the deadline was set in the past).
+    expired: AtomicBool,
+    deadline: StdMutex<Option<Instant>>,
+}
+
+impl Waiters {
+    fn new() -> Waiters {
+        Waiters {
+            wakers: StdMutex::new(Vec::new()),
+            has_deadline: AtomicBool::new(false),
+            expired: AtomicBool::new(false),
+            deadline: StdMutex::new(None),
+        }
+    }
+
+    fn add(&self, w: &Waker) {
+        let mut ws = lock(&self.wakers);
+        if !ws.iter().any(|x| x.will_wake(w)) {
+            ws.push(w.clone());
+        }
+    }
+
+    /// Wakes every waiter (after unlocking).
+    fn wake_all(&self) {
+        let mut ws = std::mem::take(&mut *lock(&self.wakers));
+        for w in ws.drain(..) {
+            w.wake();
+        }
+        // Give the allocation back for the next round, unless somebody queued meanwhile.
+        let mut cur = lock(&self.wakers);
+        if cur.is_empty() {
+            *cur = ws;
+        }
+    }
+
+    /// Whether an operation now must fail with `TimedOut`.
+    #[inline]
+    fn past_deadline(&self) -> bool {
+        if !self.has_deadline.load(Acquire) {
+            return false;
+        }
+        self.expired.load(Acquire) || lock(&self.deadline).is_some_and(|at| Instant::now() >= at)
+    }
+}
+
+impl Wake for Waiters {
+    fn wake(self: Arc<Self>) {
+        self.wake_all();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wake_all();
+    }
+}
+
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Go's `os.ErrDeadlineExceeded`: `i/o timeout`, as `io::ErrorKind::TimedOut`.
+pub(crate) fn deadline_exceeded() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "i/o timeout")
 }
 
 impl<S: mio::event::Source> Io<S> {
     /// Registers `source` with the calling G's runtime, for reading and writing.
     pub(crate) fn new(mut source: S) -> io::Result<Io<S>> {
         let reg = Registration::new(&mut source, mio::Interest::READABLE | mio::Interest::WRITABLE)?;
-        Ok(Io { source, reg, read_turn: crate::sync::Mutex::new(()), write_turn: crate::sync::Mutex::new(()) })
+        Ok(Io {
+            source,
+            reg,
+            read_turn: crate::sync::Mutex::new(()),
+            write_turn: crate::sync::Mutex::new(()),
+            dirs: [OnceLock::new(), OnceLock::new()],
+        })
+    }
+
+    fn dir(&self, dir: Direction) -> &Dir {
+        let i = match dir {
+            Direction::Read => 0,
+            Direction::Write => 1,
+        };
+        self.dirs[i].get_or_init(|| {
+            let waiters = Arc::new(Waiters::new());
+            Dir { mux: Waker::from(waiters.clone()), waiters, timer: StdMutex::new(None) }
+        })
+    }
+
+    /// Ready when the socket is ready in `dir` (see [`Registration::poll_ready`]); fails with
+    /// `TimedOut` once the direction's deadline has passed, whatever the readiness (Go's
+    /// `netpollcheckerr` comes first too).
+    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
+        let d = self.dir(dir);
+        if d.waiters.past_deadline() {
+            return Poll::Ready(Err(deadline_exceeded()));
+        }
+        let mut mux = Context::from_waker(&d.mux);
+        if let Poll::Ready(r) = self.reg.poll_ready(&mut mux, dir) {
+            return Poll::Ready(r);
+        }
+        // Not ready: join the waiters, then look again (the protocol of `Waiters`).
+        d.waiters.add(cx.waker());
+        if d.waiters.past_deadline() {
+            return Poll::Ready(Err(deadline_exceeded()));
+        }
+        self.reg.poll_ready(&mut mux, dir)
+    }
+
+    /// Sets the deadline of direction `dir` (Go's `SetReadDeadline`/`SetWriteDeadline`):
+    /// `None` clears it. Wakes the operations waiting in that direction, which look at the new
+    /// deadline.
+    pub(crate) fn set_deadline(&self, dir: Direction, at: Option<Instant>) -> io::Result<()> {
+        let d = self.dir(dir);
+        let w = &d.waiters;
+        {
+            // Serialises deadline changes of this direction.
+            let mut timer = lock(&d.timer);
+            // Once `stop` returns the old arming cannot fire (the timer's guarantee), so it
+            // cannot set `expired` for the deadline being replaced.
+            if let Some(t) = &*timer {
+                t.stop();
+            }
+            w.expired.store(false, Release);
+            *lock(&w.deadline) = at;
+            w.has_deadline.store(at.is_some(), Release);
+            match at {
+                None => {}
+                Some(at) if at <= Instant::now() => w.expired.store(true, Release),
+                Some(at) => {
+                    let t = timer.get_or_insert_with(|| {
+                        // Holds the waiters weakly: the socket owns the timer, not the reverse.
+                        let weak = Arc::downgrade(w);
+                        self.reg.timer(move || {
+                            if let Some(w) = weak.upgrade() {
+                                w.expired.store(true, Release);
+                                w.wake_all();
+                            }
+                            true
+                        })
+                    });
+                    t.reset(Some(at), None);
+                }
+            }
+        }
+        w.wake_all();
+        Ok(())
     }
 
     pub(crate) fn source(&self) -> &S {
@@ -146,10 +319,16 @@ impl<S: mio::event::Source> Io<S> {
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
-        op: impl FnMut() -> io::Result<R>,
+        mut op: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
         ready!(goro_runtime::coop::poll_proceed(cx));
-        self.reg.poll_io(cx, dir, op)
+        loop {
+            let ev = ready!(self.poll_ready(cx, dir))?;
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.reg.clear_readiness(ev),
+                r => return Poll::Ready(r),
+            }
+        }
     }
 
     /// [`poll_op`](Self::poll_op) for a byte-stream transfer of `len` bytes: a short transfer
@@ -165,7 +344,7 @@ impl<S: mio::event::Source> Io<S> {
     ) -> Poll<io::Result<usize>> {
         ready!(goro_runtime::coop::poll_proceed(cx));
         loop {
-            let ev = ready!(self.reg.poll_ready(cx, dir))?;
+            let ev = ready!(self.poll_ready(cx, dir))?;
             match op() {
                 Ok(n) if n > 0 && n < len && !ev.is_closed() => {
                     self.reg.clear_readiness(ev);

@@ -10,6 +10,7 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Instant;
 
 /// A TCP connection (Go's `net.TCPConn`), made by [`connect`](TcpStream::connect) or
 /// [`TcpListener::accept`](super::TcpListener::accept). Closed when dropped (after leaving the
@@ -360,6 +361,84 @@ impl TcpStream {
         self.io.source().nodelay()
     }
 
+    /// Sets the read and write deadlines (Go's `conn.SetDeadline`): once `deadline` has passed,
+    /// every read and write, waiting or not, fails with [`io::ErrorKind::TimedOut`] (`i/o
+    /// timeout`, Go's `os.ErrDeadlineExceeded`), even if it could have completed. `None`
+    /// clears them. A new deadline applies to the operations already waiting too: they are
+    /// woken and look at it, so setting a deadline in the past (`Instant::now()`) unblocks a
+    /// read from another G, as in Go. A later deadline makes the socket usable again.
+    ///
+    /// A `read_exact` or `write_all` that times out has moved part of its buffer (Go's
+    /// `Write` returns the count with the error; here it is lost with the future).
+    ///
+    /// # Errors
+    /// None today; `io::Result` as in Go, for errors a later version may report.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let conn = TcpStream::connect(ln.local_addr()?).await?;
+    ///     let _server = ln.accept().await?; // silent peer
+    ///     conn.set_deadline(Some(Instant::now() + Duration::from_millis(10)))?;
+    ///     let err = conn.read(&mut [0; 8]).await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     conn.set_deadline(None)?; // usable again
+    ///     conn.write_all(b"ok").await
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.set_read_deadline(deadline)?;
+        self.set_write_deadline(deadline)
+    }
+
+    /// Sets the read deadline only (Go's `SetReadDeadline`); see
+    /// [`set_deadline`](TcpStream::set_deadline). Go's idle-timeout idiom, a deadline pushed
+    /// forward before each read, ports as is.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let conn = std::sync::Arc::new(TcpStream::connect(ln.local_addr()?).await?);
+    ///     let _server = ln.accept().await?;
+    ///     let c = conn.clone();
+    ///     let reader = goro::go(async move { c.read(&mut [0; 8]).await });
+    ///     goro::time::sleep(Duration::from_millis(5)).await;
+    ///     conn.set_read_deadline(Some(Instant::now()))?; // wakes the waiting read
+    ///     let err = reader.await.unwrap().unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Direction::Read, deadline)
+    }
+
+    /// Sets the write deadline only (Go's `SetWriteDeadline`); see
+    /// [`set_deadline`](TcpStream::set_deadline).
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::time::Instant;
+    /// goro::run(async {
+    ///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let conn = TcpStream::connect(ln.local_addr()?).await?;
+    ///     conn.set_write_deadline(Some(Instant::now()))?;
+    ///     let err = conn.write(b"late").await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Direction::Write, deadline)
+    }
+
     /// Borrows the stream as a read half and a write half, each with the
     /// [`futures_io`] trait of its direction, for a reader and a writer at once (the halves
     /// may go to two Gs of a scope that outlives neither, e.g. two futures joined by one G).
@@ -435,6 +514,74 @@ impl futures_io::AsyncRead for TcpStream {
 /// Writes as [`TcpStream::write`] does, through `&mut self`; `poll_close` shuts down the
 /// write half.
 impl futures_io::AsyncWrite for TcpStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.io.poll_write_vectored(cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}
+
+/// Reads as [`TcpStream::read`] does, through a shared reference (as `std`'s `Read for
+/// &TcpStream`), so a reader and a writer can use the traits on one `Arc<TcpStream>`.
+/// These polls do not take turns with the async methods: two tasks reading at once through
+/// it get interleaved bytes, as with `std`. Every task waiting is woken when the socket
+/// becomes ready (none waits forever because another polled after it).
+///
+/// ```
+/// use futures_io::{AsyncRead, AsyncWrite};
+/// use goro::net::{TcpListener, TcpStream};
+/// use std::future::poll_fn;
+/// use std::pin::Pin;
+/// goro::run(async {
+///     let ln = TcpListener::bind("127.0.0.1:0").await?;
+///     let conn = std::sync::Arc::new(TcpStream::connect(ln.local_addr()?).await?);
+///     let (server, _) = ln.accept().await?;
+///     let c = conn.clone();
+///     goro::go(async move {
+///         let mut w: &TcpStream = &c;
+///         poll_fn(|cx| Pin::new(&mut w).poll_write(cx, b"hi")).await
+///     });
+///     let mut buf = [0; 2];
+///     server.read_exact(&mut buf).await?;
+///     server.write_all(b"yo").await?;
+///     let mut r: &TcpStream = &conn;
+///     let n = poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf)).await?;
+///     assert_eq!(&buf[..n], &b"yo"[..n]);
+///     Ok::<_, std::io::Error>(())
+/// })
+/// .unwrap();
+/// ```
+impl futures_io::AsyncRead for &TcpStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_read(cx, buf)
+    }
+
+    fn poll_read_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.io.poll_read_vectored(cx, bufs)
+    }
+}
+
+/// Writes as [`TcpStream::write`] does, through a shared reference; see the `AsyncRead` impl
+/// for `&TcpStream`. `poll_close` shuts down the write half.
+impl futures_io::AsyncWrite for &TcpStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.io.poll_write(cx, buf)
     }

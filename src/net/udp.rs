@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Instant;
 
 /// A UDP socket (Go's `net.UDPConn`). Every method takes `&self`: share it behind an `Arc`
 /// between a G that sends and one that receives. Closed when dropped (after leaving the
@@ -196,6 +197,64 @@ impl UdpSocket {
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         let _turn = self.io.turn(Direction::Read).await;
         poll_fn(|cx| self.io.poll_op(cx, Direction::Read, || self.io.source().recv(buf))).await
+    }
+
+    /// Sets the read and write deadlines (Go's `conn.SetDeadline`): past it, `recv`,
+    /// `recv_from`, `send` and `send_to` fail with [`io::ErrorKind::TimedOut`] (`i/o timeout`,
+    /// Go's `os.ErrDeadlineExceeded`), those already waiting too. `None` clears them. See
+    /// [`TcpStream::set_deadline`](super::TcpStream::set_deadline).
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// use std::time::{Duration, Instant};
+    /// goro::run(async {
+    ///     let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    ///     sock.set_deadline(Some(Instant::now() + Duration::from_millis(5)))?;
+    ///     let err = sock.recv_from(&mut [0; 8]).await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.set_read_deadline(deadline)?;
+        self.set_write_deadline(deadline)
+    }
+
+    /// Sets the read deadline only (Go's `SetReadDeadline`): `recv` and `recv_from`.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// use std::time::Instant;
+    /// goro::run(async {
+    ///     let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    ///     sock.set_read_deadline(Some(Instant::now()))?;
+    ///     assert!(sock.recv_from(&mut [0; 8]).await.is_err());
+    ///     sock.set_read_deadline(None)?;
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Direction::Read, deadline)
+    }
+
+    /// Sets the write deadline only (Go's `SetWriteDeadline`): `send` and `send_to`.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// use std::time::Instant;
+    /// goro::run(async {
+    ///     let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    ///     sock.set_write_deadline(Some(Instant::now()))?;
+    ///     let err = sock.send_to(b"x", sock.local_addr()?).await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    ///     Ok::<_, std::io::Error>(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Direction::Write, deadline)
     }
 
     /// The address the socket is bound to (Go's `LocalAddr`).

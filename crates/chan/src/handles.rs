@@ -28,16 +28,35 @@ use std::task::{Context, Poll};
 /// ```
 pub fn chan<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan::new(cap));
-    (Sender { chan: chan.clone() }, Receiver { chan, stream: None })
+    (Sender { chan: chan.clone(), sink: Exclusive(None) }, Receiver { chan, stream: None })
 }
 
 /// The sending end of a channel (Go's `chan<- T`).
 ///
 /// Cloning makes another sender of the same channel; the channel closes when the last one is
 /// dropped (or on [`close`](Self::close)).
+///
+/// A `Sender` is also a [`futures_sink::Sink`], for code written against that trait (a
+/// `stream.forward(tx)`): see [the impl](#impl-Sink%3CT%3E-for-Sender%3CT%3E).
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
+    /// The send in progress of the `Sink` impl, boxed so the `Sender` may move between polls
+    /// while its sudog stays put. Reached only through `&mut self`.
+    sink: Exclusive<Option<Pin<Box<SinkSlot<T>>>>>,
 }
+
+/// The `Sink` impl's one item in flight and its send.
+struct SinkSlot<T> {
+    value: Option<T>,
+    op: SendOp<T>,
+}
+
+/// A value reached only through `&mut` (std's unstable `Exclusive`): sharing `&Exclusive<X>`
+/// between threads gives access to nothing, so it is `Sync` whatever `X` is.
+struct Exclusive<X>(X);
+
+// SAFETY: no method reaches the inner value through `&self`; `&mut self` is exclusive.
+unsafe impl<X: std::marker::Send> Sync for Exclusive<X> {}
 
 /// The receiving end of a channel (Go's `<-chan T`).
 ///
@@ -361,7 +380,7 @@ impl<T> futures_core::Stream for Receiver<T> {
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Sender<T> {
         self.chan.senders.fetch_add(1, Relaxed);
-        Sender { chan: self.chan.clone() }
+        Sender { chan: self.chan.clone(), sink: Exclusive(None) }
     }
 }
 
@@ -374,6 +393,10 @@ impl<T> Clone for Receiver<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
+        if let Some(slot) = self.sink.0.as_mut() {
+            // SAFETY: pinned in its box, used with this channel only.
+            unsafe { slot.as_mut().get_unchecked_mut().op.cancel(&self.chan) };
+        }
         if self.chan.senders.fetch_sub(1, AcqRel) == 1 {
             close(&self.chan);
         }
@@ -408,3 +431,72 @@ impl<T> fmt::Debug for Receiver<T> {
 }
 
 // `Send`/`Sync` come from `Arc<Chan<T>>` (for `T: Send`) and, for `Receiver`, the boxed op.
+
+/// Sends as [`Sender::send`] does, one item at a time: `poll_ready` is ready once the previous
+/// item has been sent (a receiver took it, or it is buffered), so a `Sender` is a sink with
+/// room for one item in flight. The error gives the item back (the channel is closed, or every
+/// receiver is gone). `poll_close` flushes, then closes the channel (Go's `close(ch)`: for
+/// every sender, as `futures`' channels do), so `stream.forward(tx)` ends the receivers'
+/// `for v := range ch` when the stream ends.
+///
+/// As with any `Sink`, an item given to `start_send` and not yet flushed when the `Sender` is
+/// dropped is dropped unsent.
+///
+/// ```
+/// use futures_sink::Sink;
+/// use std::future::poll_fn;
+/// use std::pin::Pin;
+/// goro::run(async {
+///     let (mut tx, rx) = goro::chan::<u32>(0);
+///     goro::go(async move {
+///         for i in 0..3 {
+///             poll_fn(|cx| Pin::new(&mut tx).poll_ready(cx)).await.unwrap();
+///             Pin::new(&mut tx).start_send(i).unwrap();
+///         }
+///         poll_fn(|cx| Pin::new(&mut tx).poll_close(cx)).await.unwrap();
+///     });
+///     let mut got = Vec::new();
+///     while let Some(v) = rx.recv().await {
+///         got.push(v);
+///     }
+///     assert_eq!(got, [0, 1, 2]);
+/// });
+/// ```
+impl<T> futures_sink::Sink<T> for Sender<T> {
+    type Error = SendError<T>;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        self.poll_flush(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), SendError<T>> {
+        let this = self.get_mut();
+        let slot = this.sink.0.get_or_insert_with(|| Box::pin(SinkSlot { value: None, op: SendOp::new() }));
+        // SAFETY: not moved out of its box.
+        let slot = unsafe { slot.as_mut().get_unchecked_mut() };
+        assert!(
+            slot.value.is_none() && !slot.op.is_parked(),
+            "goro: Sink::start_send on a Sender before poll_ready returned Ready"
+        );
+        slot.value = Some(item);
+        Ok(())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let this = self.get_mut();
+        let Some(slot) = this.sink.0.as_mut() else { return Poll::Ready(Ok(())) };
+        // SAFETY: not moved out of its box.
+        let slot = unsafe { slot.as_mut().get_unchecked_mut() };
+        if slot.value.is_none() && !slot.op.is_parked() {
+            return Poll::Ready(Ok(()));
+        }
+        // SAFETY: the op is pinned in its box and always used with this sender's channel.
+        unsafe { slot.op.poll(&this.chan, &mut slot.value, cx) }
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
+        self.close();
+        Poll::Ready(Ok(()))
+    }
+}

@@ -35,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+mod both;
 mod chan;
 mod error;
 mod handles;
@@ -47,7 +48,16 @@ mod waitq;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use both::Chan;
 pub use error::{SendError, TryRecvError, TrySendError};
 pub use handles::{chan, Iter, Receiver, Sender};
-pub use ops::{Recv, Send};
 pub use select::{RecvToken, Select, SendToken};
+
+/// The futures the async methods return, named for code that stores them (a struct field, a
+/// `Pin<Box<..>>`). They live here rather than beside the handles so that `use goro::chan::*`
+/// does not bring a type named `Send` into scope, where it would shadow the marker trait
+/// `std::marker::Send`.
+pub mod futures {
+    pub use crate::ops::{Recv, Send};
+    pub use crate::select::Wait;
+}

@@ -239,6 +239,12 @@ impl<T> SendOp<T> {
         SendOp { sg: LazySudog::new() }
     }
 
+    /// Whether a send is waiting (queued, or settled and not yet seen by a poll).
+    #[inline]
+    pub(crate) fn is_parked(&self) -> bool {
+        self.sg.parked
+    }
+
     /// Polls the send of `value` (taken on the first poll).
     ///
     /// # Safety

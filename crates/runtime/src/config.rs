@@ -28,6 +28,34 @@ pub(crate) struct Config {
     pub(crate) census: crate::checkdead::Census,
     /// What a G's unobserved panic does (`Builder::unhandled_panic`).
     pub(crate) unhandled_panic: crate::panics::UnhandledPanic,
+    /// `Builder::on_thread_start` / `on_thread_stop`.
+    pub(crate) on_thread_start: Option<ThreadHook>,
+    pub(crate) on_thread_stop: Option<ThreadHook>,
+}
+
+/// A function the runtime calls on each thread that runs its Gs (`Builder::on_thread_start`,
+/// `Builder::on_thread_stop`).
+#[derive(Clone)]
+pub(crate) struct ThreadHook(pub(crate) std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl ThreadHook {
+    /// Calls the hook on an M thread. A panic is reported once and otherwise ignored: the M must
+    /// go on (its P would be lost, and the runtime with it), and the panic hook has already
+    /// printed the message.
+    pub(crate) fn call_on_m(&self, name: &str) {
+        let f = &self.0;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f())).is_err() {
+            warn_once(&format!(
+                "goro: the runtime's {name} hook panicked on an M thread; the thread runs on without it"
+            ));
+        }
+    }
+}
+
+impl std::fmt::Debug for ThreadHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ThreadHook")
+    }
 }
 
 /// Prints `msg` on stderr unless this process already printed it.

@@ -154,6 +154,13 @@ impl Registration {
         }
     }
 
+    /// A stopped timer on the runtime this source is registered with, usable from any thread
+    /// (the timers of socket deadlines: they must fire where the socket's waiters are woken).
+    /// `f` runs as [`RawTimer::new`](crate::time::RawTimer::new)'s does.
+    pub fn timer(&self, f: impl FnMut() -> bool + Send + 'static) -> crate::time::RawTimer {
+        crate::time::RawTimer::on(self.shared.clone(), f)
+    }
+
     /// Removes `source` from the poller (call it before the source is closed).
     pub fn deregister(&mut self, source: &mut impl mio::event::Source) -> io::Result<()> {
         if !std::mem::take(&mut self.registered) {

@@ -168,6 +168,10 @@ pub(crate) struct MCtx {
 /// Entry point of an M thread started by `newm`, holding P `p`.
 pub(crate) fn mstart(shared: StdArc<Shared>, _id: usize, p: usize, spinning: bool) {
     let _own = crate::checkdead::OwnThread::enter();
+    // `Builder::on_thread_start`, before this M runs any G (its P waits meanwhile).
+    if let Some(h) = &shared.config.on_thread_start {
+        h.call_on_m("on_thread_start");
+    }
     let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
     ctx.acquirep(p);
     ctx.spinning.set(spinning);
@@ -175,6 +179,10 @@ pub(crate) fn mstart(shared: StdArc<Shared>, _id: usize, p: usize, spinning: boo
         let _enter = context::enter(&ctx);
         let found = ctx.schedule();
         debug_assert!(matches!(found, Found::Shutdown));
+    }
+    // `Builder::on_thread_stop`, after this M's last G.
+    if let Some(h) = &ctx.shared.config.on_thread_stop {
+        h.call_on_m("on_thread_stop");
     }
     ctx.shared.nthreads.fetch_sub(1, Relaxed);
 }

@@ -1,7 +1,7 @@
 //! The public face of the scheduler: [`Builder`], [`Runtime`], [`run`], [`go`], and the
 //! process-wide queries [`max_procs`] and [`num_goroutine`].
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, ThreadHook};
 use crate::context;
 use crate::g::{self, JoinHandle};
 use crate::m::{Found, MCtx, MainState, M};
@@ -33,6 +33,8 @@ pub struct Builder {
     deadlock_detection: bool,
     census: crate::checkdead::Census,
     unhandled_panic: UnhandledPanic,
+    on_thread_start: Option<ThreadHook>,
+    on_thread_stop: Option<ThreadHook>,
 }
 
 impl Default for Builder {
@@ -59,6 +61,8 @@ impl Builder {
             deadlock_detection: true,
             census: crate::checkdead::Census::AllThreads,
             unhandled_panic: UnhandledPanic::Ignore,
+            on_thread_start: None,
+            on_thread_stop: None,
         }
     }
 
@@ -166,6 +170,64 @@ impl Builder {
         self
     }
 
+    /// A function called on every thread that runs this runtime's Gs, before it runs any: each
+    /// M thread the runtime starts (also those started later, to replace an M blocked in a
+    /// syscall), and the thread that calls [`Runtime::block_on`] (which runs Gs while it waits),
+    /// on entering `block_on`. Not on sysmon's thread, which runs no G and no user code.
+    ///
+    /// The use case: entering another runtime's context on every thread, so that libraries that
+    /// look for it (tokio's `Handle::current()`) work inside Gs. A panic in the hook on an M
+    /// thread is reported on stderr and the thread runs on without it; on the thread of
+    /// `block_on` it propagates out of `block_on`.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let s = started.clone();
+    /// let rt = goro::Builder::new()
+    ///     .max_procs(2)
+    ///     .on_thread_start(move || {
+    ///         s.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async {});
+    /// assert!(started.load(Ordering::SeqCst) >= 1); // at least block_on's thread
+    /// ```
+    pub fn on_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
+        self.on_thread_start = Some(ThreadHook(StdArc::new(f)));
+        self
+    }
+
+    /// A function called on every thread that ran this runtime's Gs, after its last: each M
+    /// thread as it stops (when the runtime is dropped, which waits for it), and the thread of
+    /// [`Runtime::block_on`] as it leaves `block_on` (also by a panic). Undoes what
+    /// [`on_thread_start`](Builder::on_thread_start) did, on the same thread.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicIsize, Ordering};
+    /// use std::sync::Arc;
+    /// let live = Arc::new(AtomicIsize::new(0));
+    /// let (a, b) = (live.clone(), live.clone());
+    /// let rt = goro::Builder::new()
+    ///     .on_thread_start(move || {
+    ///         a.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .on_thread_stop(move || {
+    ///         b.fetch_sub(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async { goro::go(async {}).await.unwrap() });
+    /// drop(rt); // joins the Ms: each ran its stop hook
+    /// assert_eq!(live.load(Ordering::SeqCst), 0);
+    /// ```
+    pub fn on_thread_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
+        self.on_thread_stop = Some(ThreadHook(StdArc::new(f)));
+        self
+    }
+
     /// Builds the runtime. No thread starts until there is work for one.
     ///
     /// # Errors
@@ -200,6 +262,8 @@ impl Builder {
             deadlock_detection: self.deadlock_detection,
             census: self.census,
             unhandled_panic: self.unhandled_panic,
+            on_thread_start: self.on_thread_start,
+            on_thread_stop: self.on_thread_stop,
         };
         crate::panics::install_hook();
         let shared = StdArc::new(Shared::new(config)?);
@@ -245,6 +309,11 @@ impl Runtime {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let shared = &self.shared;
+        // This thread runs Gs while it waits: `Builder::on_thread_start`/`on_thread_stop`.
+        if let Some(h) = &shared.config.on_thread_start {
+            (h.0)();
+        }
+        let _hooks = StopHook(shared);
         let m = StdArc::new(M::new());
         let main = StdArc::new(MainState::new(m.clone(), shared, Location::caller()));
         shared.mains.lock().push(main.clone());
@@ -451,6 +520,22 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Leaving `block_on` (also by panic): `Builder::on_thread_stop` on this thread, last.
+struct StopHook<'a>(&'a Shared);
+
+impl Drop for StopHook<'_> {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0.config.on_thread_stop {
+            if std::thread::panicking() {
+                // A second panic while unwinding would abort: report it instead.
+                h.call_on_m("on_thread_stop");
+            } else {
+                (h.0)();
+            }
+        }
     }
 }
 

@@ -173,11 +173,12 @@ impl RawTimer {
     /// # Panics
     /// Outside a goro runtime.
     pub fn new(f: impl FnMut() -> bool + Send + 'static) -> RawTimer {
-        RawTimer {
-            core: StdArc::new(TimerCore::new(Action::Call(Box::new(f)))),
-            shared: current("a goro timer"),
-            stop_on_drop: true,
-        }
+        RawTimer::on(current("a goro timer"), f)
+    }
+
+    /// A stopped timer on the runtime `shared` (from any thread).
+    pub(crate) fn on(shared: StdArc<Shared>, f: impl FnMut() -> bool + Send + 'static) -> RawTimer {
+        RawTimer { core: StdArc::new(TimerCore::new(Action::Call(Box::new(f)))), shared, stop_on_drop: true }
     }
 
     /// Drops the handle but leaves the timer armed: it fires (and keeps ticking, until its

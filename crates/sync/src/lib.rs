@@ -13,6 +13,7 @@
 //! | `sync.RWMutex` | [`RwMutex`] |
 //! | `sync.Once` | [`Once`] |
 //! | `sync.Pool` | [`Pool`] |
+//! | `sync.Cond` | [`Cond`] |
 //! | `golang.org/x/sync/semaphore` | [`Semaphore`] |
 //!
 //! Every future here may be dropped at any await point: a dropped future never loses a wake-up
@@ -27,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+mod cond;
 #[allow(unused_imports)] // the shim offers what the other types (Mutex, Map) use too
 mod loom;
 mod map;
@@ -42,10 +44,22 @@ mod waitlist;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use cond::Cond;
 pub use map::Map;
-pub use mutex::{Lock, Mutex, MutexGuard};
+pub use mutex::{Mutex, MutexGuard};
 pub use once::Once;
 pub use pool::Pool;
-pub use rwmutex::{ReadLock, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, WriteLock};
-pub use semaphore::{Acquire, AcquireOwned, AcquirePermit, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
-pub use waitgroup::{Wait, WaitGroup};
+pub use rwmutex::{RwMutex, RwMutexReadGuard, RwMutexWriteGuard};
+pub use semaphore::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+pub use waitgroup::WaitGroup;
+
+/// The futures the async methods return, named for code that stores them (a struct field, a
+/// `Pin<Box<..>>`). They live here, not beside the types, so that `use goro::sync::*` does not
+/// bring names such as `Wait` and `Lock` into scope.
+pub mod futures {
+    pub use crate::cond::CondWait;
+    pub use crate::mutex::Lock;
+    pub use crate::rwmutex::{ReadLock, WriteLock};
+    pub use crate::semaphore::{Acquire, AcquireOwned, AcquirePermit};
+    pub use crate::waitgroup::Wait;
+}

@@ -267,7 +267,12 @@ impl<'a> Select<'a> {
     }
 }
 
-/// The future of [`Select::wait`].
+/// The future of [`Select::wait`]: the index of the case that fired, or `None` for the default.
+///
+/// Cancel-safe: dropped while it waits, it unlinks every case; a value a sender had already
+/// handed to a receive case goes back to its channel, and the `Select` may be waited on again.
+/// A send case that fired cannot be undone: the `Select` then stays fired with it.
+#[must_use = "futures do nothing unless you `.await` them"]
 pub struct Wait<'s, 'a> {
     select: &'s mut Select<'a>,
 }

@@ -38,8 +38,18 @@
 ///   did not fire did not send.
 /// - `default => body`: makes the select non-blocking.
 ///
-/// A case's channel may be a `Receiver`/`Sender`, a reference to one, or an `Option` of either:
-/// `None` is Go's nil channel, never ready. The same channel may appear in several cases. Among
+/// Arms are written as in `match`: an arm whose body is a block `{ .. }` needs no comma after
+/// it; any other body is followed by a comma (optional after the last arm). Unlike `match`, a
+/// body that is a bare `match`, `if` or loop expression needs the comma too (or braces). A case that does not parse
+/// is reported at its first wrong token, with what was expected there.
+///
+/// A case's channel may be a `Receiver`/`Sender`, a [`Chan`](crate::Chan), a reference to one,
+/// or an `Option` of either: `None` is Go's nil channel, never ready. A case names a channel,
+/// not a future: for a timeout, receive from `goro::time::after(d)`; to race any future, use
+/// `goro::time::timeout(d, fut)` or `ctx.or_done(fut)`.
+///
+/// `break` and `continue` in an arm act on the loop around the `select!` (the arms are `match`
+/// arms): unlike Go, where `break` inside `select` leaves only the `select`. The same channel may appear in several cases. Among
 /// the cases ready at once one is picked uniformly at random. The whole `select!` evaluates to
 /// the chosen arm's value.
 ///
@@ -106,34 +116,48 @@ macro_rules! __select_parse {
              32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
             $($tokens)*)
     };
-    // ---- recv
+    // ---- recv. A block body needs no comma after it, as in `match`; the block-then-anything
+    // rule comes last, so that a body such as `{ a }.len()` is still one expression.
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
-        recv($ch:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        recv($ch:expr) -> $p:pat => $body:block , $($rest:tt)*) => {
         $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx recv ($ch) () ($p) ($body))] [$($def)*]
-            [$($names)*] [$($idxs)*] $($($rest)*)?)
+            [$($names)*] [$($idxs)*] $($rest)*)
     };
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
         recv($ch:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx recv ($ch) () ($p) ($body))] [$($def)*]
             [$($names)*] [$($idxs)*] $($($rest)*)?)
     };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        recv($ch:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx recv ($ch) () ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($rest)*)
+    };
     // ---- send
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
-        send($ch:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        send($ch:expr, $v:expr) -> $p:pat => $body:block , $($rest:tt)*) => {
         $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx send ($ch) ($v) ($p) ($body))] [$($def)*]
-            [$($names)*] [$($idxs)*] $($($rest)*)?)
+            [$($names)*] [$($idxs)*] $($rest)*)
     };
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
         send($ch:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx send ($ch) ($v) ($p) ($body))] [$($def)*]
             [$($names)*] [$($idxs)*] $($($rest)*)?)
     };
+    (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [$name:ident $($names:ident)*] [$idx:tt $($idxs:tt)*]
+        send($ch:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@parse $mode [$($cases)* ($name $idx send ($ch) ($v) ($p) ($body))] [$($def)*]
+            [$($names)*] [$($idxs)*] $($rest)*)
+    };
     // ---- default
-    (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:block $(, $($rest:tt)*)?) => {
-        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($($rest)*)?)
+    (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:block , $($rest:tt)*) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($rest)*)
     };
     (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($($rest)*)?)
+    };
+    (@parse $mode:ident [$($cases:tt)*] [] $names:tt $idxs:tt default => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@parse $mode [$($cases)*] [($body)] $names $idxs $($rest)*)
     };
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)+] $names:tt $idxs:tt default $($rest:tt)*) => {
         ::core::compile_error!("goro::select!: more than one `default` case")
@@ -145,11 +169,11 @@ macro_rules! __select_parse {
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] [] [] $kind:ident ($($args:tt)*) $($rest:tt)*) => {
         ::core::compile_error!("goro::select!: at most 64 cases (use goro::chan::Select for more)")
     };
+    // ---- a case that does not parse: match it again against the bare grammar, so that the
+    // compiler's error points at the first token of that case that is wrong, and its note says
+    // what was expected there.
     (@parse $mode:ident [$($cases:tt)*] [$($def:tt)*] $names:tt $idxs:tt $($rest:tt)+) => {
-        ::core::compile_error!(::core::concat!(
-            "goro::select!: cannot parse this case: `", ::core::stringify!($($rest)+),
-            "`; expected `recv(rx) -> v => body`, `send(tx, value) -> res => body` or `default => body`"
-        ))
+        $crate::__select_case!($($rest)+)
     };
     // ---- expansion. The cases live in an inner block that hands out only the winner's owned
     // outcome; they (and their borrows of the channel variables) are gone before the arm body
@@ -213,4 +237,21 @@ macro_rules! __select_parse {
     (@has_default $def:expr) => { true };
     (@wait await $f:ident) => { $f.await };
     (@wait block $f:ident) => { $crate::select::block_on($f) };
+}
+
+/// The grammar of one `select!` case, alone: matched against a case that `select!` could not
+/// parse, so that the compiler's error points at the token of that case that is wrong (its
+/// note says what the grammar expected there). Not a public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_case {
+    (recv($rx:expr) -> $v:pat => $body:expr $(, $($rest:tt)*)?) => {
+        ::core::compile_error!("goro::select!: a block arm must be followed by a comma or the next case")
+    };
+    (send($tx:expr, $value:expr) -> $res:pat => $body:expr $(, $($rest:tt)*)?) => {
+        ::core::compile_error!("goro::select!: a block arm must be followed by a comma or the next case")
+    };
+    (default => $body:expr $(, $($rest:tt)*)?) => {
+        ::core::compile_error!("goro::select!: a block arm must be followed by a comma or the next case")
+    };
 }

@@ -21,7 +21,7 @@ mod dynamic;
 mod macros;
 
 pub use cases::{Case, RecvCase, SendCase};
-pub use dynamic::{RecvToken, Select, SendToken};
+pub use dynamic::{RecvToken, Select, SendToken, Wait};
 
 use crate::waitq::SelectShared;
 use std::cell::Cell;
@@ -346,6 +346,13 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 /// Turns whatever a `select!` case names into an optional handle: a `Receiver`, a reference to
 /// one, or an `Option` of either (`None` is Go's nil channel: never ready).
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a channel that a `select!` case can receive from",
+    label = "a `recv(..)` case takes a `Receiver<T>` or `Chan<T>` (or a reference to one, or an `Option` of one for a nil channel)",
+    note = "a `select!` case waits on a channel, not on a future",
+    note = "for a timeout, receive from a timer channel: `recv(goro::time::after(d)) -> _ => ..`",
+    note = "to race any future against a deadline or a cancellation, use `goro::time::timeout(d, fut).await` or `ctx.or_done(fut).await`"
+)]
 pub trait AsRecv {
     /// The element type.
     type Item;
@@ -357,6 +364,13 @@ impl<T> AsRecv for crate::Receiver<T> {
     type Item = T;
     fn as_recv(&self) -> Option<&crate::Receiver<T>> {
         Some(self)
+    }
+}
+
+impl<T> AsRecv for crate::Chan<T> {
+    type Item = T;
+    fn as_recv(&self) -> Option<&crate::Receiver<T>> {
+        Some(self.receiver_ref())
     }
 }
 
@@ -376,6 +390,11 @@ impl<R: AsRecv> AsRecv for Option<R> {
 
 /// As [`AsRecv`], for send cases.
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a channel that a `select!` case can send on",
+    label = "a `send(..)` case takes a `Sender<T>` or `Chan<T>` (or a reference to one, or an `Option` of one for a nil channel)",
+    note = "a `select!` case sends on a channel; to race a future, use `goro::time::timeout(d, fut).await` or `ctx.or_done(fut).await`"
+)]
 pub trait AsSend {
     /// The element type.
     type Item;
@@ -387,6 +406,13 @@ impl<T> AsSend for crate::Sender<T> {
     type Item = T;
     fn as_send(&self) -> Option<&crate::Sender<T>> {
         Some(self)
+    }
+}
+
+impl<T> AsSend for crate::Chan<T> {
+    type Item = T;
+    fn as_send(&self) -> Option<&crate::Sender<T>> {
+        Some(self.sender_ref())
     }
 }
 

@@ -41,6 +41,8 @@ fn quiet_runtime() -> StdArc<Shared> {
         deadlock_detection: true,
         census: crate::checkdead::Census::AllThreads,
         unhandled_panic: crate::panics::UnhandledPanic::Ignore,
+        on_thread_start: None,
+        on_thread_stop: None,
     };
     StdArc::new(Shared::new(config).expect("shared"))
 }

@@ -47,6 +47,8 @@ pub(super) fn shared() -> StdArc<Shared> {
         deadlock_detection: true,
         census: crate::checkdead::Census::AllThreads,
         unhandled_panic: crate::panics::UnhandledPanic::Ignore,
+        on_thread_start: None,
+        on_thread_stop: None,
     };
     let sh = StdArc::new(Shared::new(config).expect("shared"));
     while sh.pidleget().is_some() {}

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+mod cond;
 mod map;
 mod mutex;
 mod rwmutex;

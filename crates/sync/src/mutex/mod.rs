@@ -221,6 +221,22 @@ unsafe impl<T: ?Sized + Send> Send for MutexGuard<'_, T> {}
 // SAFETY: `&MutexGuard` only gives `&T` (`T: Sync`).
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 
+impl<'a, T: ?Sized> MutexGuard<'a, T> {
+    /// The mutex this guard holds locked (an associated function, as `parking_lot`'s, so it
+    /// does not shadow a method of `T`). [`Cond::wait`](crate::Cond::wait) uses it to lock the
+    /// same mutex again.
+    ///
+    /// ```
+    /// use goro::sync::{Mutex, MutexGuard};
+    /// let m = Mutex::new(1);
+    /// let g = m.lock_blocking();
+    /// assert!(std::ptr::eq(MutexGuard::mutex(&g), &m));
+    /// ```
+    pub fn mutex(guard: &Self) -> &'a Mutex<T> {
+        guard.lock
+    }
+}
+
 impl<T: ?Sized> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {

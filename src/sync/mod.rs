@@ -1,0 +1,17 @@
+//! Go's `sync` package (and `golang.org/x/sync`'s `errgroup` and `semaphore`):
+//! [`WaitGroup`], [`Mutex`], [`RwMutex`], [`Cond`], [`Once`], [`Pool`], the weighted
+//! [`Semaphore`] and [`errgroup::Group`]. Waiting Gs park instead of blocking their M; plain
+//! threads use the `*_blocking` methods; every future is cancel-safe. [`Map`] is Go's classic
+//! read-mostly concurrent map (`sync.Map`).
+//!
+//! The futures of the async methods are in [`futures`], out of reach of `use goro::sync::*`
+//! (which would otherwise bring names such as `Wait` and `Lock` into scope).
+
+pub use goro_sync::futures;
+pub use goro_sync::Map;
+pub use goro_sync::{
+    Cond, Mutex, MutexGuard, Once, OwnedSemaphorePermit, Pool, RwMutex, RwMutexReadGuard, RwMutexWriteGuard, Semaphore,
+    SemaphorePermit, WaitGroup,
+};
+
+pub mod errgroup;

@@ -1,0 +1,12 @@
+// An expression arm needs a comma before the next case (a block arm does not, as in `match`):
+// the error points at the case after the missing comma.
+async fn f(a: goro::chan::Receiver<u8>, b: goro::chan::Receiver<u8>) {
+    goro::select! {
+        recv(a) -> v => drop(v)
+        recv(b) -> _ => {}
+    }
+}
+
+fn main() {
+    let _ = f;
+}
