@@ -38,7 +38,8 @@
 //!   `block_on_thread`: the `*_blocking` calls; `yield_now`; `metrics`; `config`: the builder's
 //!   settings and the environment knobs; `park`: thread parking.
 //! - `loom`: the synchronization shim that lets loom model-check all of the above
-//!   (`loom_tests`).
+//!   (`loom_tests`); `model` (under `--cfg loom`): `goro::model`, which model-checks a user's
+//!   program without the scheduler (each G a loom thread, time virtual).
 
 #![warn(missing_docs)]
 // Under loom there is no sysmon thread and no I/O (no mio): models call the parts they check
@@ -61,6 +62,8 @@ pub mod io;
 mod loom;
 mod m;
 mod metrics;
+#[cfg(loom)]
+mod model;
 mod netpoll;
 mod p;
 mod panics;
@@ -80,6 +83,8 @@ mod yield_now;
 mod loom_tests;
 
 pub use block_on_thread::{block_on_thread, block_on_thread_for};
+#[cfg(loom)]
+pub use model::model;
 pub use syscall::syscall;
 
 /// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each crate's

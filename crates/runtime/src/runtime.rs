@@ -239,6 +239,10 @@ impl Builder {
     /// assert!(err.to_string().contains("max_procs"));
     /// ```
     pub fn build(self) -> io::Result<Runtime> {
+        #[cfg(loom)]
+        if crate::model::active() {
+            crate::model::no_runtime();
+        }
         let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
         let max_procs = match self.max_procs {
             Some(0) => return invalid("goro: Builder::max_procs(0): a runtime needs at least one P".into()),
@@ -608,6 +612,8 @@ where
     context::with(|ctx| {
         match ctx {
         Some(ctx) => ctx.shared.spawn(future, location),
+        #[cfg(loom)]
+        None if crate::model::active() => crate::model::go(future, location),
         None => panic!(
             "goro::go called outside a goro runtime (at {location}): start one with goro::run(async {{ .. }}) or #[goro::main], or use Runtime::spawn from a plain thread"
         ),
@@ -651,6 +657,10 @@ pub fn max_procs() -> usize {
 /// });
 /// ```
 pub fn num_goroutine() -> usize {
+    #[cfg(loom)]
+    if let Some(n) = crate::model::num_goroutine() {
+        return n;
+    }
     context::with(|ctx| ctx.map_or(0, |c| c.shared.num_goroutine()))
 }
 
@@ -694,6 +704,10 @@ pub fn metrics() -> Metrics {
 /// # Panics
 /// Outside a goro runtime; use [`Runtime::goroutines`] there.
 pub fn goroutines() -> Vec<crate::Goroutine> {
+    #[cfg(loom)]
+    if let Some(gs) = crate::model::goroutines() {
+        return gs;
+    }
     context::with(|ctx| match ctx {
         Some(c) => crate::traceback::goroutines_of(&c.shared),
         None => panic!("goro::runtime::goroutines called outside a goro runtime; use Runtime::goroutines"),
@@ -726,6 +740,10 @@ pub fn goroutines() -> Vec<crate::Goroutine> {
 /// # Panics
 /// Outside a goro runtime; use [`Runtime::dump`] there.
 pub fn dump() -> String {
+    #[cfg(loom)]
+    if let Some(d) = crate::model::dump() {
+        return d;
+    }
     context::with(|ctx| match ctx {
         Some(c) => crate::traceback::dump_of(&c.shared),
         None => panic!("goro::runtime::dump called outside a goro runtime; use Runtime::dump"),
@@ -744,6 +762,10 @@ pub fn dump() -> String {
 /// });
 /// ```
 pub fn set_wait_reason(reason: crate::g::WaitReason) {
+    #[cfg(loom)]
+    if crate::model::set_wait_reason(reason) {
+        return;
+    }
     context::with(|ctx| {
         if let Some(ctx) = ctx {
             ctx.with_wait_reason(|slot| slot.store(reason as u8, Relaxed));

@@ -35,7 +35,12 @@ use crate::WaitReason;
 ///     assert_eq!(rx.recv().await, Some(7));
 /// });
 /// ```
+#[cfg_attr(loom, track_caller)]
 pub fn syscall<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(loom)]
+    if crate::model::active() {
+        crate::model::no_syscall();
+    }
     let Some(pid) = context::with(|ctx| ctx.and_then(MCtx::entersyscall)) else {
         return f();
     };

@@ -21,6 +21,18 @@ fn current(what: &str) -> StdArc<Shared> {
         .unwrap_or_else(|| panic!("goro: {what} needs a goro runtime: call it from a G (inside goro::run)"))
 }
 
+/// The current time: the real clock, or the virtual one of `goro::model`. Not part of the
+/// stable API (`goro::time` computes its deadlines with it).
+#[doc(hidden)]
+#[inline]
+pub fn now() -> Instant {
+    #[cfg(loom)]
+    if let Some(t) = crate::model::now() {
+        return t;
+    }
+    Instant::now()
+}
+
 /// `deadline` on `sh`'s clock, far in the future for an instant that cannot be represented.
 fn nanos(sh: &Shared, deadline: Option<Instant>) -> Nanos {
     match deadline {
@@ -43,7 +55,16 @@ fn nanos(sh: &Shared, deadline: Option<Instant>) -> Nanos {
 /// });
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    Sleep { deadline: Instant::now().checked_add(duration), timer: None }
+    sleep_at(now().checked_add(duration))
+}
+
+fn sleep_at(deadline: Option<Instant>) -> Sleep {
+    Sleep {
+        deadline,
+        timer: None,
+        #[cfg(loom)]
+        model: None,
+    }
 }
 
 /// Waits until `deadline` (a deadline in the past returns at once).
@@ -57,7 +78,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// });
 /// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    Sleep { deadline: Some(deadline), timer: None }
+    sleep_at(Some(deadline))
 }
 
 /// The future of [`sleep`] and [`sleep_until`].
@@ -83,6 +104,9 @@ pub struct Sleep {
     /// Made on the first poll that has to wait, with the runtime whose heap it is armed on
     /// (the future may be dropped or reset on another runtime's thread).
     timer: Option<(StdArc<TimerCore>, StdArc<Shared>)>,
+    /// In `goro::model`: the timer on the model's clock, once armed.
+    #[cfg(loom)]
+    model: Option<crate::model::time::Timer>,
 }
 
 impl Sleep {
@@ -113,6 +137,29 @@ impl Sleep {
         if let Some((t, sh)) = this.timer.take() {
             t.stop(Some(&sh));
         }
+        #[cfg(loom)]
+        if let Some(t) = this.model.take() {
+            t.stop();
+        }
+    }
+
+    /// `poll` in `goro::model`: the timer is armed on the model's clock, which fires it.
+    #[cfg(loom)]
+    fn poll_model(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        use crate::model::time::{Action, Timer};
+        if let Some(t) = &self.model {
+            if t.poll_fired(cx.waker()) {
+                return Poll::Ready(());
+            }
+        } else if self.deadline.is_some_and(|d| d <= now()) {
+            return Poll::Ready(());
+        } else {
+            let t = Timer::new(Action::Wake(Some(cx.waker().clone())));
+            t.arm(self.deadline, Duration::ZERO);
+            self.model = Some(t);
+        }
+        crate::set_wait_reason(crate::WaitReason::Sleep);
+        Poll::Pending
     }
 }
 
@@ -121,11 +168,15 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        #[cfg(loom)]
+        if crate::model::active() {
+            return this.poll_model(cx);
+        }
         if let Some((t, _)) = &this.timer {
             // Armed on an earlier poll: still armed means not fired yet.
             return if t.set_waker(cx.waker()) { Poll::Pending } else { Poll::Ready(()) };
         }
-        if this.deadline.is_some_and(|d| d <= Instant::now()) {
+        if this.deadline.is_some_and(|d| d <= now()) {
             return Poll::Ready(());
         }
         let sh = current("goro::time::sleep");
@@ -141,6 +192,10 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some((t, sh)) = self.timer.take() {
             t.stop(Some(&sh));
+        }
+        #[cfg(loom)]
+        if let Some(t) = self.model.take() {
+            t.stop();
         }
     }
 }
@@ -160,10 +215,37 @@ impl fmt::Debug for Sleep {
 /// longer call it. Dropping the timer stops it.
 #[doc(hidden)]
 pub struct RawTimer {
-    core: StdArc<TimerCore>,
-    shared: StdArc<Shared>,
+    on: On,
     /// Cleared by [`detach`](RawTimer::detach).
     stop_on_drop: bool,
+}
+
+/// Where a [`RawTimer`] lives: a runtime's heaps.
+#[cfg(not(loom))]
+struct On {
+    core: StdArc<TimerCore>,
+    shared: StdArc<Shared>,
+}
+
+/// Where a [`RawTimer`] lives: a runtime's heaps, or the clock of `goro::model`.
+#[cfg(loom)]
+enum On {
+    Runtime { core: StdArc<TimerCore>, shared: StdArc<Shared> },
+    Model(crate::model::time::Timer),
+}
+
+/// The parts of a runtime's timer, or (under loom) `return $model` for a model's timer `$t`.
+macro_rules! on_runtime {
+    ($on:expr, $t:ident => $model:expr) => {{
+        #[cfg(not(loom))]
+        let On { core, shared } = $on;
+        #[cfg(loom)]
+        let (core, shared) = match $on {
+            On::Runtime { core, shared } => (core, shared),
+            On::Model($t) => return $model,
+        };
+        (core, shared)
+    }};
 }
 
 impl RawTimer {
@@ -173,12 +255,22 @@ impl RawTimer {
     /// # Panics
     /// Outside a goro runtime.
     pub fn new(f: impl FnMut() -> bool + Send + 'static) -> RawTimer {
+        #[cfg(loom)]
+        if crate::model::active() {
+            let t = crate::model::time::Timer::new(crate::model::time::Action::Call(Box::new(f)));
+            return RawTimer { on: On::Model(t), stop_on_drop: true };
+        }
         RawTimer::on(current("a goro timer"), f)
     }
 
     /// A stopped timer on the runtime `shared` (from any thread).
     pub(crate) fn on(shared: StdArc<Shared>, f: impl FnMut() -> bool + Send + 'static) -> RawTimer {
-        RawTimer { core: StdArc::new(TimerCore::new(Action::Call(Box::new(f)))), shared, stop_on_drop: true }
+        let core = StdArc::new(TimerCore::new(Action::Call(Box::new(f))));
+        #[cfg(not(loom))]
+        let on = On { core, shared };
+        #[cfg(loom)]
+        let on = On::Runtime { core, shared };
+        RawTimer { on, stop_on_drop: true }
     }
 
     /// Drops the handle but leaves the timer armed: it fires (and keeps ticking, until its
@@ -190,25 +282,28 @@ impl RawTimer {
     /// Arms the timer for `deadline` (then every `period`, if given and not zero), replacing any
     /// earlier arming; returns whether it was armed (Go's `Reset` result). `None` never fires.
     pub fn reset(&self, deadline: Option<Instant>, period: Option<Duration>) -> bool {
+        let (core, shared) = on_runtime!(&self.on, t => t.arm(deadline, period.unwrap_or_default()));
         let period = period.map_or(0, |p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX / 4)).min(u64::MAX / 4);
-        self.core.arm(&self.shared, nanos(&self.shared, deadline), period)
+        core.arm(shared, nanos(shared, deadline), period)
     }
 
     /// Disarms the timer; returns whether it was armed (Go's `Stop` result).
     pub fn stop(&self) -> bool {
-        self.core.stop(Some(&self.shared))
+        let (core, shared) = on_runtime!(&self.on, t => t.stop());
+        core.stop(Some(shared))
     }
 
     /// Whether the timer is armed.
     pub fn is_active(&self) -> bool {
-        self.core.is_armed()
+        let (core, _) = on_runtime!(&self.on, t => t.is_armed());
+        core.is_armed()
     }
 }
 
 impl Drop for RawTimer {
     fn drop(&mut self) {
         if self.stop_on_drop {
-            self.core.stop(Some(&self.shared));
+            self.stop();
         }
     }
 }

@@ -26,6 +26,9 @@ use std::task::{Context, Poll, Waker};
 /// ```
 pub struct JoinHandle<T> {
     raw: NonNull<Header>,
+    /// A G of `goro::model` (a loom thread, no G object): `raw` is dangling then.
+    #[cfg(loom)]
+    model: Option<std::sync::Arc<crate::model::Join<T>>>,
     _output: PhantomData<T>,
 }
 
@@ -40,7 +43,18 @@ impl<T> JoinHandle<T> {
     /// # Safety
     /// `raw` is a G whose output is `T`, and the caller hands over the G's join reference.
     pub(crate) unsafe fn from_raw(raw: NonNull<Header>) -> JoinHandle<T> {
-        JoinHandle { raw, _output: PhantomData }
+        JoinHandle {
+            raw,
+            #[cfg(loom)]
+            model: None,
+            _output: PhantomData,
+        }
+    }
+
+    /// The handle of a G of `goro::model`.
+    #[cfg(loom)]
+    pub(crate) fn from_model(join: std::sync::Arc<crate::model::Join<T>>) -> JoinHandle<T> {
+        JoinHandle { raw: NonNull::dangling(), model: Some(join), _output: PhantomData }
     }
 
     fn header(&self) -> &Header {
@@ -62,6 +76,10 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
+        #[cfg(loom)]
+        if let Some(m) = &self.model {
+            return m.abort();
+        }
         let h = self.header();
         if h.state.transition_to_notified_and_cancel() == super::state::ToNotified::Submit {
             h.shared().ready(self.raw);
@@ -79,6 +97,10 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn is_finished(&self) -> bool {
+        #[cfg(loom)]
+        if let Some(m) = &self.model {
+            return m.is_finished();
+        }
         self.header().state.load().is_complete()
     }
 
@@ -92,6 +114,10 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn id(&self) -> u64 {
+        #[cfg(loom)]
+        if let Some(m) = &self.model {
+            return m.id();
+        }
         self.header().goid
     }
 
@@ -140,6 +166,10 @@ impl<T> JoinHandle<T> {
     /// [`poll`](Future::poll) but for the wait reason.
     fn poll_join(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
         let this = &mut *self;
+        #[cfg(loom)]
+        if let Some(m) = &this.model {
+            return m.poll(cx);
+        }
         let state = &this.header().state;
         let snap = state.load();
         if snap.is_complete() {
@@ -173,6 +203,10 @@ impl<T> JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
+        #[cfg(loom)]
+        if self.model.is_some() {
+            return; // the model's `Join` is freed with its last `Arc`
+        }
         let header = self.header();
         let prev: Snapshot = header.state.unset_join_interest();
         if prev.is_complete() {
