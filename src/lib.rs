@@ -44,6 +44,11 @@ pub use goro_runtime::{
 
 pub use goro_chan::{chan, select, select_blocking, Chan};
 
+/// Model-checks a goro program with loom (built with `RUSTFLAGS="--cfg loom"`): see the README's
+/// "Model-check your program" and [`goro_runtime::model`].
+#[cfg(loom)]
+pub use goro_runtime::model;
+
 /// Channels: the handles, errors and the dynamic [`Select`](chan::Select). The constructor is
 /// the function [`goro::chan`](fn@crate::chan) of the same name.
 ///

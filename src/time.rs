@@ -28,6 +28,7 @@
 //! ```
 
 use crate::chan::{Receiver, Sender};
+pub(crate) use goro_runtime::time::now;
 use goro_runtime::time::RawTimer;
 use std::fmt;
 use std::future::Future;
@@ -198,7 +199,7 @@ fn timer_channel() -> (Sender<Instant>, Receiver<Instant>) {
 /// The callback of a channel timer: a non-blocking send of the time (Go's `sendTime`); `false`
 /// once no receiver is left (a detached ticker then stops).
 fn send_time(tx: Sender<Instant>) -> impl FnMut() -> bool + Send + 'static {
-    move || !matches!(tx.try_send(Instant::now()), Err(crate::chan::TrySendError::Closed(_)))
+    move || !matches!(tx.try_send(now()), Err(crate::chan::TrySendError::Closed(_)))
 }
 
 /// A single event: after the duration, the time is sent on [`c`](Timer::c) (Go's `time.Timer`).
@@ -244,7 +245,7 @@ impl Timer {
     pub fn new(d: Duration) -> Timer {
         let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
-        raw.reset(Instant::now().checked_add(d), None);
+        raw.reset(now().checked_add(d), None);
         Timer { c, raw: Handle { raw: Some(raw), detach_on_drop: false }, _never: None }
     }
 
@@ -289,7 +290,7 @@ impl Timer {
         let raw = self.raw();
         let was = raw.stop();
         let _ = self.c.try_recv();
-        raw.reset(Instant::now().checked_add(d), None);
+        raw.reset(now().checked_add(d), None);
         was
     }
 
@@ -364,7 +365,7 @@ where
         drop(crate::go(async move { f() }));
         true
     });
-    raw.reset(Instant::now().checked_add(d), None);
+    raw.reset(now().checked_add(d), None);
     Timer { c, raw: Handle { raw: Some(raw), detach_on_drop: true }, _never: Some(never) }
 }
 
@@ -412,7 +413,7 @@ impl Ticker {
         assert!(!d.is_zero(), "goro: non-positive interval for Ticker::new");
         let (tx, c) = timer_channel();
         let raw = RawTimer::new(send_time(tx));
-        raw.reset(Instant::now().checked_add(d), Some(d));
+        raw.reset(now().checked_add(d), Some(d));
         Ticker { c, raw }
     }
 
@@ -454,7 +455,7 @@ impl Ticker {
         assert!(!d.is_zero(), "goro: non-positive interval for Ticker::reset");
         self.raw.stop();
         let _ = self.c.try_recv();
-        self.raw.reset(Instant::now().checked_add(d), Some(d));
+        self.raw.reset(now().checked_add(d), Some(d));
     }
 }
 

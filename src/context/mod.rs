@@ -141,7 +141,7 @@ pub use with::{
     with_value, without_cancel,
 };
 
-use crate::chan::{Receiver, Sender};
+use crate::chan::Receiver;
 use node::{lock, Kind, Node};
 use std::any::Any;
 use std::fmt;
@@ -343,7 +343,7 @@ impl Context {
     pub fn done(&self) -> Receiver<()> {
         match &self.node.cancel {
             Some(cc) => cc.done.receiver(),
-            None => never().clone(),
+            None => never(),
         }
     }
 
@@ -518,7 +518,7 @@ impl fmt::Debug for Context {
             Kind::WithCancel => f.write_str("WithCancel"),
             Kind::WithoutCancel => f.write_str("WithoutCancel"),
             Kind::WithDeadline(d) => {
-                let now = Instant::now();
+                let now = crate::time::now();
                 if *d > now {
                     write!(f, "WithDeadline(in {:?})", *d - now)
                 } else {
@@ -532,7 +532,17 @@ impl fmt::Debug for Context {
 
 /// The channel of the roots' `done()`: a sender kept for the life of the process, so it never
 /// closes.
-fn never() -> &'static Receiver<()> {
-    static NEVER: OnceLock<(Sender<()>, Receiver<()>)> = OnceLock::new();
-    &NEVER.get_or_init(|| crate::chan(0)).1
+#[cfg(not(loom))]
+fn never() -> Receiver<()> {
+    static NEVER: OnceLock<(crate::chan::Sender<()>, Receiver<()>)> = OnceLock::new();
+    NEVER.get_or_init(|| crate::chan(0)).1.clone()
+}
+
+/// Under loom a channel belongs to one execution of a model, so a static one cannot be shared:
+/// each root's `done()` is a channel of its own that never closes.
+#[cfg(loom)]
+fn never() -> Receiver<()> {
+    let (tx, rx) = crate::chan(0);
+    tx.keep_open();
+    rx
 }

@@ -8,8 +8,18 @@ use crate::time::Timer;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+#[cfg(not(loom))]
+use std::sync::PoisonError;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
+
+// The tree's locks: std's, and loom's under `--cfg loom`, where `goro::model` may switch Gs
+// while one is held (cancelling closes `done`, a channel operation), which a std lock would
+// turn into a hang of the model's one OS thread.
+#[cfg(loom)]
+pub(super) use goro_runtime::shim::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(super) use std::sync::{Mutex, MutexGuard};
 
 pub(super) struct Node {
     pub(super) kind: Kind,
@@ -125,7 +135,18 @@ impl Drop for DoneChan {
 /// Locks `m`, ignoring poisoning: no user code runs under these locks, and every critical
 /// section leaves its data consistent at each step.
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    #[cfg(not(loom))]
+    return m.lock().unwrap_or_else(PoisonError::into_inner);
+    #[cfg(loom)]
+    return m.lock();
+}
+
+/// `&mut` access to a lock's data (no locking needed).
+fn get_mut<T>(m: &mut Mutex<T>) -> &mut T {
+    #[cfg(not(loom))]
+    return m.get_mut().unwrap_or_else(PoisonError::into_inner);
+    #[cfg(loom)]
+    return m.get_mut();
 }
 
 impl CancelCtx {
@@ -191,11 +212,11 @@ impl CancelCtx {
 /// level of nesting, and a deep chain would overflow the stack.
 impl Drop for CancelCtx {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let st = get_mut(&mut self.state);
         let mut orphans: Vec<Arc<CancelCtx>> = std::mem::take(&mut st.children).into_values().collect();
         while let Some(child) = orphans.pop() {
             if let Ok(mut child) = Arc::try_unwrap(child) {
-                let st = child.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+                let st = get_mut(&mut child.state);
                 orphans.extend(std::mem::take(&mut st.children).into_values());
             }
         }

@@ -1,10 +1,10 @@
 //! The constructors of the tree (Go's `context.With*` functions), re-exported from
 //! [`goro::context`](super).
 
-use super::node::{cancelable_child, lock, DeadlineTimer, Kind, Node};
+use super::node::{cancelable_child, lock, DeadlineTimer, Kind, Mutex, Node};
 use super::{CancelCauseFunc, CancelFunc, Cause, Context, ContextError};
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A cancelable child of `parent` and the function that cancels it (Go's
@@ -141,7 +141,7 @@ pub fn with_timeout_cause(parent: &Context, timeout: Duration, cause: Cause) -> 
 }
 
 fn timeout_child(parent: &Context, timeout: Duration, cause: Option<Cause>) -> (Context, CancelFunc) {
-    match Instant::now().checked_add(timeout) {
+    match crate::time::now().checked_add(timeout) {
         Some(deadline) => deadline_child(parent, deadline, cause),
         None => with_cancel(parent), // beyond what an Instant can hold: never
     }
@@ -156,7 +156,7 @@ fn deadline_child(parent: &Context, deadline: Instant, cause: Option<Cause>) -> 
         let cc = cc.clone();
         Arc::new(move || cc.cancel(true, ContextError::Canceled, None))
     };
-    let now = Instant::now();
+    let now = crate::time::now();
     if deadline <= now {
         cc.cancel(true, ContextError::DeadlineExceeded, cause);
         return (ctx, cancel);

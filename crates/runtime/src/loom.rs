@@ -75,6 +75,14 @@ impl<T> Mutex<T> {
         Mutex(parking_lot::Mutex::new(value))
     }
 
+    /// The data, through `&mut` (no locking needed).
+    pub fn get_mut(&mut self) -> &mut T {
+        #[cfg(loom)]
+        return self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        #[cfg(not(loom))]
+        return self.0.get_mut();
+    }
+
     /// Locks, blocking the thread.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
