@@ -69,7 +69,6 @@ impl Node {
     pub(crate) fn state(&self) -> u8 {
         self.state.load(Acquire)
     }
-
 }
 
 /// The list: its lock guards the links and the extra data `X` of the type that owns it.
