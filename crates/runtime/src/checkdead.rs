@@ -135,9 +135,9 @@ pub(crate) fn quiescent(sh: &Shared) -> bool {
         && sh.syscall_waiting.load(SeqCst) == 0
         && !sh.any_work()
         && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
-        && crate::timer::live_timers(sh) == 0
         && !sh.netpoll.any_waiters()
         && sh.mains.lock().iter().all(|m| m.parked())
+        && !crate::timer::any_live_timer(sh)
 }
 
 /// A count that moves whenever anything of `sh` runs: polls of Gs and main futures, spawns and

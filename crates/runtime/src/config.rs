@@ -116,8 +116,6 @@ pub(crate) fn parse_procs(v: &str) -> Result<usize, &'static str> {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DebugVars {
     pub(crate) schedtrace: Option<Duration>,
-    /// Whether sysmon hands off the P of an M stuck in one poll (`Builder::handoff_blocked`).
-    pub(crate) handoff_blocked: bool,
 }
 
 pub(crate) fn debug_vars() -> DebugVars {

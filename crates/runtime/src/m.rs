@@ -166,7 +166,7 @@ pub(crate) struct MCtx {
 }
 
 /// Entry point of an M thread started by `newm`, holding P `p`.
-pub(crate) fn mstart(shared: StdArc<Shared>, _id: usize, p: usize, spinning: bool) {
+pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: bool) {
     let _own = crate::checkdead::OwnThread::enter();
     // `Builder::on_thread_start`, before this M runs any G (its P waits meanwhile).
     if let Some(h) = &shared.config.on_thread_start {

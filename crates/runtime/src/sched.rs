@@ -18,7 +18,7 @@
 //! - An M that gives up its P re-checks the global queue under the scheduler lock, the same lock
 //!   under which `wakep` takes an idle P: a push that comes later finds the idle P.
 //!
-//! The loom model in `tests::loom_sched` runs these paths against each other.
+//! The loom models in `loom_tests::sched` run these paths against each other.
 
 use crate::g::allgs::AllGs;
 use crate::g::gfree::GlobalFree;
@@ -456,7 +456,7 @@ impl Shared {
                 b = b.stack_size(size);
             }
             self.nthreads.fetch_add(1, Relaxed);
-            match b.spawn(move || m::mstart(shared, id, p, spinning)) {
+            match b.spawn(move || m::mstart(shared, p, spinning)) {
                 Ok(h) => {
                     threads.push(h);
                     return;

@@ -10,7 +10,7 @@
 //! The main future of `Runtime::block_on` is no G, but it is Go's goroutine 1 all the same:
 //! it appears as goroutine 0, "the main future", with its own wait reason.
 
-use crate::g::raw::{Header, WaitReason, MAIN_FUTURE, NO_PARENT};
+use crate::g::raw::{WaitReason, MAIN_FUTURE, NO_PARENT};
 use crate::g::state::Snapshot;
 use crate::loom::Ordering::Relaxed;
 use crate::sched::Shared;
@@ -103,21 +103,27 @@ impl fmt::Display for Goroutine {
     }
 }
 
-/// The status of a G from its lifecycle word and wait reason; `None` once it is complete.
-fn status_of(state: Snapshot, reason: WaitReason) -> Option<GoroutineStatus> {
-    Some(if state.is_complete() {
-        return None;
-    } else if state.is_running() {
-        if reason == WaitReason::Syscall {
-            GoroutineStatus::Syscall
+/// Where a G (or a main future) is in its life, as its lifecycle word says.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Polled,
+    Queued,
+    Parked,
+}
+
+impl Phase {
+    /// A G's phase from its lifecycle word; `None` once it is complete.
+    fn of(state: Snapshot) -> Option<Phase> {
+        if state.is_complete() {
+            None
+        } else if state.is_running() {
+            Some(Phase::Polled)
+        } else if state.is_notified() {
+            Some(Phase::Queued)
         } else {
-            GoroutineStatus::Running
+            Some(Phase::Parked)
         }
-    } else if state.is_notified() {
-        GoroutineStatus::Runnable
-    } else {
-        GoroutineStatus::Waiting
-    })
+    }
 }
 
 /// How long since `parked_at` on the coarse clock.
@@ -126,7 +132,8 @@ fn waited_since(sh: &Shared, parked_at: u32) -> Duration {
 }
 
 impl Goroutine {
-    /// The row of a G that panicked, as Go prints the panicking goroutine: `[running]`.
+    /// The row of a G that is running: how Go prints the goroutine that panicked; also the
+    /// start of every row ([`with_state`](Goroutine::with_state) sets the rest).
     pub(crate) fn panicking(id: u64, location: &'static Location<'static>, parent: u64) -> Goroutine {
         Goroutine {
             id,
@@ -139,24 +146,18 @@ impl Goroutine {
         }
     }
 
-    /// A G's row, from its header (under its `allgs` shard lock); `None` if it is complete.
-    fn of(sh: &Shared, h: &Header) -> Option<Goroutine> {
-        let reason = h.wait_reason();
-        let status = status_of(h.state.load(), reason)?;
-        let waiting = status == GoroutineStatus::Waiting;
-        Some(Goroutine {
-            id: h.goid,
-            status,
-            wait_reason: match status {
-                GoroutineStatus::Waiting => Some(reason),
-                GoroutineStatus::Syscall => Some(WaitReason::Syscall),
-                _ => None,
-            },
-            waited: waiting.then(|| waited_since(sh, h.parked_at.load(Relaxed))),
-            location: h.location,
-            parent: (h.parent != NO_PARENT).then_some(h.parent),
-            main: h.goid == sh.main_goid.load(Relaxed),
-        })
+    /// The row of a G (or main future) `g` (whose identity fields are set) in `phase`, whose
+    /// wait-reason slot holds `reason` and which parked at `parked_at`: a polled G whose reason
+    /// is `Syscall` is in a syscall; a parked one waits for `reason`.
+    fn with_state(mut self, sh: &Shared, phase: Phase, reason: WaitReason, parked_at: u32) -> Goroutine {
+        (self.status, self.wait_reason) = match phase {
+            Phase::Polled if reason == WaitReason::Syscall => (GoroutineStatus::Syscall, Some(reason)),
+            Phase::Polled => (GoroutineStatus::Running, None),
+            Phase::Queued => (GoroutineStatus::Runnable, None),
+            Phase::Parked => (GoroutineStatus::Waiting, Some(reason)),
+        };
+        self.waited = (phase == Phase::Parked).then(|| waited_since(sh, parked_at));
+        self
     }
 }
 
@@ -167,35 +168,27 @@ pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
         .lock()
         .iter()
         .map(|m| {
-            let reason = WaitReason::from_u8(m.wait_reason.load(Relaxed));
-            let status = if m.polling.load(Relaxed) {
-                if reason == WaitReason::Syscall {
-                    GoroutineStatus::Syscall
-                } else {
-                    GoroutineStatus::Running
-                }
+            let phase = if m.polling.load(Relaxed) {
+                Phase::Polled
             } else if m.is_notified() {
-                GoroutineStatus::Runnable
+                Phase::Queued
             } else {
-                GoroutineStatus::Waiting
+                Phase::Parked
             };
-            Goroutine {
-                id: MAIN_FUTURE,
-                status,
-                wait_reason: match status {
-                    GoroutineStatus::Waiting => Some(reason),
-                    GoroutineStatus::Syscall => Some(WaitReason::Syscall),
-                    _ => None,
-                },
-                waited: (status == GoroutineStatus::Waiting).then(|| waited_since(sh, m.parked_at.load(Relaxed))),
-                location: m.location,
-                parent: None,
-                main: true,
-            }
+            let reason = WaitReason::from_u8(m.wait_reason.load(Relaxed));
+            let mut g = Goroutine::panicking(MAIN_FUTURE, m.location, NO_PARENT);
+            g.main = true;
+            g.with_state(sh, phase, reason, m.parked_at.load(Relaxed))
         })
         .collect();
     let mains = out.len();
-    sh.allgs.for_each(|h| out.extend(Goroutine::of(sh, h)));
+    sh.allgs.for_each(|h| {
+        if let Some(phase) = Phase::of(h.state.load()) {
+            let mut g = Goroutine::panicking(h.goid, h.location, h.parent);
+            g.main = h.goid == sh.main_goid.load(Relaxed);
+            out.push(g.with_state(sh, phase, h.wait_reason(), h.parked_at.load(Relaxed)));
+        }
+    });
     out[mains..].sort_unstable_by_key(|g| g.id);
     out
 }

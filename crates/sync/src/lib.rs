@@ -38,7 +38,6 @@ mod pool;
 mod rwmutex;
 mod semaphore;
 mod waitgroup;
-#[allow(dead_code)] // a few helpers (`reset`, `len`, `is_empty`) serve the Mutex and Map
 mod waitlist;
 
 #[cfg(all(test, loom))]

@@ -69,12 +69,6 @@ impl Node {
     pub(crate) fn state(&self) -> u8 {
         self.state.load(Acquire)
     }
-
-    /// Makes a completed node ready to be queued again. The caller owns it: it is not queued
-    /// (its `state` is not [`WAITING`], or it was never queued).
-    pub(crate) fn reset(&self) {
-        self.state.store(WAITING, Relaxed);
-    }
 }
 
 /// The list: its lock guards the links and the extra data `X` of the type that owns it.
@@ -115,11 +109,6 @@ impl<X> Locked<'_, X> {
     #[inline]
     pub(crate) fn extra(&mut self) -> &mut X {
         &mut self.links.extra
-    }
-
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.links.head.is_null()
     }
 
     #[inline]

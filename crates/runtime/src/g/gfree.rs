@@ -75,8 +75,6 @@ pub(crate) fn alloc_block(class: u8) -> Block {
 #[derive(Debug, Default)]
 pub(crate) struct LocalFree {
     lists: [Vec<Block>; CLASSES.len()],
-    /// Blocks handed out again instead of allocated (a metric).
-    pub(crate) reused: u64,
 }
 
 /// The runtime-wide free lists.
@@ -95,9 +93,7 @@ impl LocalFree {
             let n = glist.len().min(BATCH);
             list.extend(glist.drain(glist.len() - n..));
         }
-        let block = list.pop()?;
-        self.reused += 1;
-        Some(block)
+        list.pop()
     }
 
     /// `gfput`: keep a dead G's block, spilling half to `global` when the P has too many.
@@ -188,7 +184,6 @@ mod tests {
         assert!(b.get(1, &global).is_some());
         assert_eq!(b.len(), BATCH - 1);
         assert!(b.get(0, &global).is_none());
-        assert_eq!(b.reused, 1);
     }
 }
 

@@ -246,13 +246,19 @@ pub struct JoinError {
     goid: u64,
     location: &'static Location<'static>,
     repr: Repr,
-    /// Where the panic happened, as goro's panic hook kept it (see `panics`).
-    origin: Option<Box<crate::panics::Origin>>,
 }
 
 enum Repr {
     Cancelled,
-    Panic(SyncPanic),
+    /// Boxed: a panic is rare, and a `JoinError` is part of every G's stage (its size counts in
+    /// every G's memory block).
+    Panic(Box<Panicked>),
+}
+
+/// A panic: its payload, and where it happened as goro's panic hook kept it (see `panics`).
+struct Panicked {
+    payload: SyncPanic,
+    origin: Option<crate::panics::Origin>,
 }
 
 /// A panic payload made `Sync` by never handing out a shared reference to it.
@@ -266,19 +272,22 @@ unsafe impl Sync for SyncPanic {}
 
 impl JoinError {
     pub(crate) fn cancelled(goid: u64, location: &'static Location<'static>) -> JoinError {
-        JoinError { goid, location, repr: Repr::Cancelled, origin: None }
+        JoinError { goid, location, repr: Repr::Cancelled }
     }
 
     /// The G's panic with `payload`, just caught on this thread (which takes what goro's panic
     /// hook kept of it).
     pub(crate) fn panic(goid: u64, location: &'static Location<'static>, payload: Box<dyn Any + Send>) -> JoinError {
-        let origin = crate::panics::take_kept().map(Box::new);
-        JoinError { goid, location, repr: Repr::Panic(SyncPanic(payload)), origin }
+        let origin = crate::panics::take_kept();
+        JoinError { goid, location, repr: Repr::Panic(Box::new(Panicked { payload: SyncPanic(payload), origin })) }
     }
 
     /// What goro's panic hook kept of the panic.
     pub(crate) fn origin(&self) -> Option<&crate::panics::Origin> {
-        self.origin.as_deref()
+        match &self.repr {
+            Repr::Panic(p) => p.origin.as_ref(),
+            Repr::Cancelled => None,
+        }
     }
 
     /// The panic's message, for a report (the payload's text, or the hook's).
@@ -340,7 +349,7 @@ impl JoinError {
     /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
-            Repr::Panic(SyncPanic(p)) => Ok(p),
+            Repr::Panic(p) => Ok(p.payload.0),
             Repr::Cancelled => Err(self),
         }
     }
@@ -373,7 +382,8 @@ impl JoinError {
     fn message(&self) -> Option<&str> {
         match &self.repr {
             // Only `Sync` payload types are read through `&self` (see `SyncPanic`).
-            Repr::Panic(SyncPanic(p)) => {
+            Repr::Panic(panicked) => {
+                let p = &panicked.payload.0;
                 if let Some(s) = p.downcast_ref::<&'static str>() {
                     Some(s)
                 } else {

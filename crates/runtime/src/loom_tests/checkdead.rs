@@ -19,7 +19,6 @@
 use super::g::{settle, spawn, take_stashed, Counts, STASH_FOREVER, STASH_THEN_READY};
 use super::model;
 use crate::checkdead::{activity, quiescent};
-use crate::config::Config;
 use crate::sched::Shared;
 use crate::timer::{Action, TimerCore};
 use loom::sync::atomic::AtomicUsize;
@@ -31,20 +30,7 @@ use std::task::Waker;
 
 /// A runtime whose P idles and which may start no thread.
 fn quiet_runtime() -> StdArc<Shared> {
-    let config = Config {
-        max_procs: 1,
-        max_threads: 0,
-        thread_name: "loom".to_owned(),
-        stack_size: None,
-        schedtrace: None,
-        handoff_blocked: true,
-        deadlock_detection: true,
-        census: crate::checkdead::Census::AllThreads,
-        unhandled_panic: crate::panics::UnhandledPanic::Ignore,
-        on_thread_start: None,
-        on_thread_stop: None,
-    };
-    StdArc::new(Shared::new(config).expect("shared"))
+    StdArc::new(Shared::new(super::g::config(0)).expect("shared"))
 }
 
 /// A G that ran once and parked, and its stashed waker.

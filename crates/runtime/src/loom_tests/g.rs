@@ -34,12 +34,11 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};
 
-/// A runtime with no M: its only P is taken, as if by an M busy elsewhere, so that `wakep`
-/// never starts a thread and the model's threads are the only actors.
-pub(super) fn shared() -> StdArc<Shared> {
-    let config = Config {
+/// The configuration of the models' runtimes: one P, at most `max_threads` Ms.
+pub(super) fn config(max_threads: usize) -> Config {
+    Config {
         max_procs: 1,
-        max_threads: 1,
+        max_threads,
         thread_name: "loom".to_owned(),
         stack_size: None,
         schedtrace: None,
@@ -49,8 +48,13 @@ pub(super) fn shared() -> StdArc<Shared> {
         unhandled_panic: crate::panics::UnhandledPanic::Ignore,
         on_thread_start: None,
         on_thread_stop: None,
-    };
-    let sh = StdArc::new(Shared::new(config).expect("shared"));
+    }
+}
+
+/// A runtime with no M: its only P is taken, as if by an M busy elsewhere, so that `wakep`
+/// never starts a thread and the model's threads are the only actors.
+pub(super) fn shared() -> StdArc<Shared> {
+    let sh = StdArc::new(Shared::new(config(1)).expect("shared"));
     while sh.pidleget().is_some() {}
     sh
 }
