@@ -126,6 +126,7 @@ where
     let executions = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let (c, n) = (census.clone(), executions.clone());
+    let _quiet = LoomReports::quiet();
     let checked = catch_unwind(AssertUnwindSafe(|| {
         loom::model(move || {
             n.fetch_add(1, Relaxed);
@@ -156,6 +157,43 @@ where
             eprintln!("goro::model: execution {n} failed; its goroutines were:\n\n{dump}");
             resume_unwind(p)
         }
+    }
+}
+
+/// While a [`model`] runs on this thread, the panic hook does not print loom's own reports of a
+/// deadlock or of an execution past `LOOM_MAX_BRANCHES` (`deadlock; threads = [(Id(0),
+/// Blocked(..)), ..]` and a backtrace): `model` catches them and fails with its own report, the
+/// goroutines and what each waits on, which is the one a user should read first. Loom runs all
+/// of a model's threads on the thread that called it, so a std thread-local set there covers
+/// them; other threads' panics, and these two outside a model, print as before.
+struct LoomReports(bool);
+
+std::thread_local! {
+    static QUIET_LOOM_REPORTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl LoomReports {
+    fn quiet() -> LoomReports {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                let reported_by_model = QUIET_LOOM_REPORTS.with(|q| q.get()) && {
+                    let msg = payload_text(info.payload());
+                    msg.starts_with("deadlock;") || msg.contains("exceeded maximum number of branches")
+                };
+                if !reported_by_model {
+                    previous(info);
+                }
+            }));
+        });
+        LoomReports(QUIET_LOOM_REPORTS.with(|q| q.replace(true)))
+    }
+}
+
+impl Drop for LoomReports {
+    fn drop(&mut self) {
+        QUIET_LOOM_REPORTS.with(|q| q.set(self.0));
     }
 }
 
