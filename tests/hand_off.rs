@@ -337,3 +337,52 @@ fn blocking_calls_in_gs_are_reported_once_per_call_site() {
         assert!(line.contains("tests/hand_off.rs:") && line.contains(form), "{line}");
     }
 }
+
+/// A G that loops on blocking calls (the blocking iterator over a busy channel) never ends
+/// its poll, and takes its P back after each call: the timers in that P's heap and the Gs in
+/// its queue used to wait for as long as the loop lasted while the other P always had work of
+/// its own (a `yield_now` loop) and never stole. main's 10 ms sleeps, when armed on that P,
+/// took up to 5 s (4 of 6 runs over a second on a loaded machine; 1 of 8 runs beside two busy
+/// threads: whether main's timers land on that P is up to the scheduler). Go preempts such a
+/// G after 10 ms; goro takes its P at its next syscall when the P's timers or Gs wait.
+#[test]
+fn timers_fire_while_a_g_loops_on_blocking_calls_2p() {
+    let _w = watchdog("timers_fire_while_a_g_loops_on_blocking_calls_2p", LIMIT);
+    let rt = rt(2);
+    let main = rt.spawn(async {
+        let stop = Arc::new(AtomicBool::new(false));
+        let yielder = goro::go(yield_loop(stop.clone()));
+        let (tx, rx) = goro::chan::<u64>(0);
+        let consumer = goro::go(async move {
+            let mut n = 0u64;
+            for v in &rx {
+                n += v;
+            }
+            n
+        });
+        let producer = {
+            let stop = stop.clone();
+            goro::go(async move {
+                let mut n = 0u64;
+                while !stop.load(SeqCst) {
+                    tx.send(1).await.unwrap();
+                    n += 1;
+                }
+                n
+            })
+        };
+        let mut worst = Duration::ZERO;
+        for _ in 0..200 {
+            let t = Instant::now();
+            goro::time::sleep(10 * MS).await;
+            worst = worst.max(t.elapsed());
+        }
+        stop.store(true, SeqCst);
+        yielder.await.unwrap();
+        let sent = producer.await.unwrap();
+        assert_eq!(consumer.await.unwrap(), sent, "the blocking consumer missed values");
+        worst
+    });
+    let worst = main.join().unwrap();
+    assert!(worst < Duration::from_secs(1), "a 10 ms sleep took {worst:?}");
+}

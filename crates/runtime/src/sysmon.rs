@@ -4,7 +4,9 @@
 //! happens, and sleeps until woken while every P is idle. Each round it:
 //! - **retakes Ps from syscalls** (Go's `retake`): a P that has stayed in the same
 //!   `goro::syscall` across a round, while it has queued work (or nobody else is looking for
-//!   work, or for 10 ms), is taken (CAS `P_SYSCALL` → `P_IDLE`) and handed to another M;
+//!   work, or for 10 ms), is taken (CAS `P_SYSCALL` → `P_IDLE`) and handed to another M; so
+//!   is one whose G's poll has held it for a time slice, at that poll's next syscall, if Gs or
+//!   due timers wait in it (the syscall is where Go's preemption would have taken the P);
 //! - **asks long-running Gs to yield**: a P that has run the same time slice for 10 ms gets its
 //!   `preempt` flag set, which goro's yield points honour (see `coop`);
 //! - **gives waiting work a turn**: when the global queue, or an M back from a syscall, has
@@ -229,27 +231,35 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
         let s = &mut seen[i];
         match pp.status.load(Acquire) {
             P_SYSCALL => {
+                let overran = s.watch_slice(pp, now) >= TIME_SLICE;
                 let t = pp.stats.syscalltick.load(Relaxed);
                 if t != s.syscalltick {
                     s.syscalltick = t;
                     s.syscallwhen = now;
+                    // A new syscall, by a poll that has held this P for a whole time slice:
+                    // the poll's syscalls are its only yield points (a G looping on blocking
+                    // calls, the blocking iterator, never ends its poll, and takes its P back
+                    // after each call by the fast path). Go would have preempted that G at
+                    // the slice's end and run the P's queue and timers; here the P is taken
+                    // at its syscall if they wait (`held_work`), or they would wait for as
+                    // long as the loop lasts (seconds, seen: main's 10 ms sleeps, armed on
+                    // that P, while the other P ran a `yield_now` loop and never stole).
+                    if !(overran && held_work(sh, pp, now)) {
+                        continue;
+                    }
+                    acted |= retake_syscall(sh, i);
                     continue;
                 }
                 // The same syscall for a whole round. Go keeps the P if it has no work, others
                 // are looking for work anyway, and the call is young.
                 let others = sh.nmspinning.load(SeqCst) + sh.npidle.load(SeqCst) > 0;
-                if pp.runq.is_empty() && others && now - s.syscallwhen < TIME_SLICE {
+                if !held_work(sh, pp, now) && others && now - s.syscallwhen < TIME_SLICE {
                     continue;
                 }
                 acted |= retake_syscall(sh, i);
             }
             P_RUNNING => {
-                let tick = pp.stats.schedtick.load(Relaxed);
-                if tick != s.schedtick {
-                    s.schedtick = tick;
-                    s.schedwhen = now;
-                    s.preempted = false;
-                } else if !s.preempted && now - s.schedwhen >= TIME_SLICE {
+                if s.watch_slice(pp, now) >= TIME_SLICE && !s.preempted {
                     pp.preempt.store(true, Relaxed);
                     sh.preemptions.fetch_add(1, Relaxed);
                     s.preempted = true;
@@ -292,6 +302,28 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
         }
     }
     acted
+}
+
+impl Seen {
+    /// Follows P `pp`'s time slice (its `schedtick`: one G, or one `runnext` chain, polled
+    /// since) and returns how long sysmon has seen it last. The slice goes on through the
+    /// poll's syscalls, so both a running and a `P_SYSCALL` P are watched.
+    fn watch_slice(&mut self, pp: &crate::p::P, now: Instant) -> Duration {
+        let tick = pp.stats.schedtick.load(Relaxed);
+        if tick != self.schedtick {
+            self.schedtick = tick;
+            self.schedwhen = now;
+            self.preempted = false;
+        }
+        now - self.schedwhen
+    }
+}
+
+/// Whether P `pp` holds work that waits for it to schedule: a queued G, or a timer due by
+/// `now` in its heap.
+fn held_work(sh: &Shared, pp: &crate::p::P, now: Instant) -> bool {
+    let timer0 = pp.timer0.load(Acquire);
+    !pp.runq.is_empty() || (timer0 != 0 && timer0 <= sh.nanos_at(now))
 }
 
 /// Go's `ready` wakes a P for every G it makes runnable; goro's wakes one only when the G is
