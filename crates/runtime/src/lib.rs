@@ -37,6 +37,11 @@
 //! - `runtime`: `Builder`, `Runtime`, `run`, `go`; `entry`: how `#[goro::main]` runs main;
 //!   `block_on_thread`: the `*_blocking` calls; `yield_now`; `metrics`; `config`: the builder's
 //!   settings and the environment knobs; `park`: thread parking.
+//! - Diagnostics: `traceback`: a G's row of the dump (`goroutines`, `dump`); `checkdead`: the
+//!   deadlock detection (quiescence, then the census of the process's threads); `panics`: the
+//!   panic hook that keeps a G's panic for its `JoinHandle` or prints it as Go does; `fatal`:
+//!   the one way a run ends with a report (a deadlock, an unhandled panic); `sigquit`: the
+//!   SIGQUIT dump.
 //! - `loom`: the synchronization shim that lets loom model-check all of the above
 //!   (`loom_tests`); `model` (under `--cfg loom`): `goro::model`, which model-checks a user's
 //!   program without the scheduler (each G a loom thread, time virtual).
