@@ -29,7 +29,8 @@
 //! estimates.json` divided by the unit count. Runs are long (tens to hundreds of ms), so the
 //! groups use flat sampling: 10 samples of the same number of runs.
 //!
-//! `cargo bench --bench chan -- kanal` runs only the kanal rows, `-- W5` only W5.
+//! `cargo bench -p goro-benches --bench chan -- kanal` runs only the kanal rows, `-- W5` only
+//! W5.
 
 use std::cell::OnceCell;
 use std::future::Future;

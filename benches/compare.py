@@ -4,21 +4,23 @@ Markdown table of median ns/unit with ratios.
 
 Each round runs every row once (goro, then each peer, then each Go found), so slow drifts of a
 noisy machine hit all systems alike; the table shows the median over rounds. Rust rows come from
-criterion (`cargo bench --bench <bench> -- --exact <group>/<system>`), Go rows from the programs
-in benches/go. It installs nothing: Go is taken from $GO, `go` on PATH, and Go 1.19 from
-/usr/lib/go-1.19/bin/go (Debian's golang-1.19-go), whichever exist.
+criterion (`cargo bench -p goro-benches --bench <bench> -- --exact <group>/<system>`), Go rows
+from the programs in benches/go. It installs nothing: Go is taken from $GO, `go` on PATH, and Go
+1.19 from /usr/lib/go-1.19/bin/go (Debian's golang-1.19-go), whichever exist.
 
-A Rust row listed below that the bench does not define (`cargo bench --bench <bench> -- --list`
-does not show `<group>/<system>`) is skipped with a note and left blank, so rows that exist on one
-branch only (e.g. goro's map rows before goro::sync::Map merged) need no edit here.
+A Rust row listed below that the bench does not define (`cargo bench -p goro-benches --bench
+<bench> -- --list` does not show `<group>/<system>`) is skipped with a note and left blank, so
+rows that exist on one branch only (e.g. goro's map rows before goro::sync::Map merged) need no
+edit here.
 
 Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go] [--svg FILE] [--from-log FILE]
                           [--base DIR]
 
 `--base DIR` measures a change: DIR is another checkout of goro (a `git worktree` of the commit
-before the change); its goro rows run in every round right after this checkout's, as the system
-`goro_base`, and the table gains a `goro / goro_base` column, so before and after are measured
-in one run, interleaved with the peers.
+before the change; a commit from before the benches moved into the goro-benches member, when the
+root Cargo.toml had the `[[bench]]` targets, works too); its goro rows run in every round right
+after this checkout's, as the system `goro_base`, and the table gains a `goro / goro_base`
+column, so before and after are measured in one run, interleaved with the peers.
 
 The per-round lines go to stderr (`round 2/5 W4: goro=146.2  kanal=190.5 ...`); keep them
 (`2> rounds.log`) and `--from-log rounds.log` prints the table (and `--svg` draws the chart)
@@ -27,6 +29,7 @@ again from them without running anything.
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -84,10 +87,18 @@ def env():
     return e
 
 
+def bench_package(root=ROOT):
+    """The cargo arguments that select the benches' package in the checkout `root`: the member
+    goro-benches, or nothing in a checkout from before it existed, whose root package (then
+    `goro`) had the benches as its own `[[bench]]` targets."""
+    manifest = (root / "Cargo.toml").read_text()
+    return [] if re.search(r"^\[\[bench\]\]", manifest, re.M) else ["-p", "goro-benches"]
+
+
 def criterion_ids(bench, root=ROOT):
     """The `<group>/<system>` ids that a criterion bench defines."""
     out = subprocess.run(
-        ["cargo", "bench", "-q", "--bench", bench, "--", "--list"],
+        ["cargo", "bench", "-q"] + bench_package(root) + ["--bench", bench, "--", "--list"],
         cwd=root, env=env(), check=True, capture_output=True, text=True,
     ).stdout
     return {line[: -len(": benchmark")] for line in out.splitlines() if line.endswith(": benchmark")}
@@ -95,7 +106,7 @@ def criterion_ids(bench, root=ROOT):
 
 def run_rust(bench, group, system, units, root=ROOT):
     subprocess.run(
-        ["cargo", "bench", "-q", "--bench", bench, "--", "--exact", f"{group}/{system}"],
+        ["cargo", "bench", "-q"] + bench_package(root) + ["--bench", bench, "--", "--exact", f"{group}/{system}"],
         cwd=root, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     est = root / "target" / "criterion" / group / system / "new" / "estimates.json"
@@ -192,11 +203,11 @@ def main():
         render(args, wls, results, gov)
         return
     gos = {} if args.no_go else find_gos()
-    subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "bench", "--no-run", "-q"] + bench_package(), cwd=ROOT, check=True)
     ids = {b: criterion_ids(b) for b in sorted({w[1] for w in wls})}
     base_ids = {}
     if base:
-        subprocess.run(["cargo", "bench", "--no-run", "-q"], cwd=base, check=True)
+        subprocess.run(["cargo", "bench", "--no-run", "-q"] + bench_package(base), cwd=base, check=True)
         base_ids = {b: criterion_ids(b, base) for b in sorted({w[1] for w in wls})}
     for (wid, bench, group, prog, units, systems) in wls:
         for s in systems:

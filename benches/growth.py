@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare import ROOT, env, find_gos  # noqa: E402
+from compare import ROOT, bench_package, env, find_gos  # noqa: E402
 
 DEFAULT_POINTS = [1_000, 10_000, 100_000, 1_000_000]
 
@@ -78,10 +78,10 @@ def main():
     args = ap.parse_args()
     points = [int(p) for p in args.points.split(",")]
     gos = find_gos()
-    subprocess.run(["cargo", "bench", "--no-run", "-q", "--bench", "growth"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "bench", "--no-run", "-q"] + bench_package() + ["--bench", "growth"], cwd=ROOT, check=True)
     results = {}
     for r in range(args.rounds):
-        out = subprocess.run(["cargo", "bench", "-q", "--bench", "growth", "--"] + list(map(str, points)),
+        out = subprocess.run(["cargo", "bench", "-q"] + bench_package() + ["--bench", "growth", "--"] + list(map(str, points)),
                              cwd=ROOT, env=env(), check=True, capture_output=True, text=True).stdout
         parse(out, results)
         for v, go in sorted(gos.items()):

@@ -11,8 +11,8 @@
 //! `growth W1 live=1000 goro median_ns_per_unit=105.2 runs=7`.
 //!
 //! ```text
-//! cargo bench --bench growth                    # every point
-//! cargo bench --bench growth -- 1000 1000000    # some points
+//! cargo bench -p goro-benches --bench growth                   # every point
+//! cargo bench -p goro-benches --bench growth -- 1000 1000000    # some points
 //! ```
 
 use goro::sync::WaitGroup;

@@ -18,7 +18,8 @@
 //! cannot look fast.
 //!
 //! Criterion reports the time of one run and the throughput in round trips per second; ns per
-//! round trip = 1e9 / thrpt. `cargo bench --bench net -- tokio` runs only the tokio row.
+//! round trip = 1e9 / thrpt. `cargo bench -p goro-benches --bench net -- tokio` runs only the
+//! tokio row.
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -13,7 +13,8 @@
 //! run inside [`timed`], exactly as `benches/go/w15_timers` does; so W15's numbers are not wall
 //! times, and its throughput figure is not units per wall-clock second.
 //!
-//! `cargo bench --bench runtime -- tokio` runs only the tokio rows, `-- goro` only goro's.
+//! `cargo bench -p goro-benches --bench runtime -- tokio` runs only the tokio rows, `-- goro`
+//! only goro's.
 
 use std::cell::OnceCell;
 use std::future::Future;

@@ -54,7 +54,8 @@
 //! (tens to hundreds of ms), so the groups use flat sampling: 10 samples of the same number of
 //! runs.
 //!
-//! `cargo bench --bench sync -- dashmap` runs only the dashmap rows, `-- W10` only W10.
+//! `cargo bench -p goro-benches --bench sync -- dashmap` runs only the dashmap rows, `-- W10`
+//! only W10.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;

@@ -1,9 +1,11 @@
 //! Channel semantics through the public facade: Go's `src/runtime/chan_test.go` ported in
 //! spirit (TestChan, TestMultiConsumer, ...), plus what is specific to Rust: cancellation of
-//! dropped futures, values handed back, aborted Gs, `Stream`, three worlds (goro Gs, tokio
-//! tasks, plain threads), and `Send`/`Sync`.
+//! dropped futures, values handed back, aborted Gs, `Stream`, goro Gs and plain threads on one
+//! channel, and `Send`/`Sync`.
 //!
-//! Select is in `chan_select.rs`, the model-based property tests in `chan_prop.rs`.
+//! Select is in `chan_select.rs`. What needs another crate is in the member goro-extra-tests:
+//! the model-based property tests in `tests/extra/tests/chan_prop.rs` (proptest), channels used
+//! from tokio tasks in `tests/extra/tests/tokio_interop.rs`.
 //!
 //! Determinism: where a test needs a future to be *parked* on a channel, it polls the future by
 //! hand (it is queued once `poll` returns `Pending`), or wraps a G's operation in
@@ -1174,26 +1176,6 @@ fn stream_pending_receive_survives_moves_and_gives_back() {
 }
 
 #[test]
-fn stream_on_tokio() {
-    let _w = watchdog("stream_on_tokio");
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let got = rt.block_on(async {
-        let (tx, mut rx) = goro::chan::<u32>(0);
-        tokio::spawn(async move {
-            for i in 0..100 {
-                tx.send(i).await.unwrap();
-            }
-        });
-        let mut got = Vec::new();
-        while let Some(v) = next(&mut rx).await {
-            got.push(v);
-        }
-        got
-    });
-    assert_eq!(got, (0..100).collect::<Vec<_>>());
-}
-
-#[test]
 fn blocking_iterators() {
     let _w = watchdog("blocking_iterators");
     let (tx, rx) = goro::chan::<u32>(0);
@@ -1218,7 +1200,7 @@ fn blocking_iterators() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Three worlds: goro Gs, tokio tasks, plain threads
+// Two worlds: goro Gs, plain threads (tokio tasks: tests/extra/tests/tokio_interop.rs)
 // ---------------------------------------------------------------------------------------------
 
 const ROUNDS: u64 = 20_000;
@@ -1263,34 +1245,6 @@ fn ping_pong_on_goro() {
 }
 
 #[test]
-fn ping_pong_on_tokio_current_thread() {
-    let _w = watchdog("ping_pong_on_tokio_current_thread");
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let (sum, n) = rt.block_on(async {
-        let (ping_tx, ping_rx) = goro::chan(0);
-        let (pong_tx, pong_rx) = goro::chan(0);
-        let p = tokio::spawn(pong(ping_rx, pong_tx));
-        let sum = ping(ping_tx, pong_rx).await;
-        (sum, p.await.unwrap())
-    });
-    assert_eq!((sum, n), (PING_SUM, ROUNDS));
-}
-
-#[test]
-fn ping_pong_on_tokio_multi_thread() {
-    let _w = watchdog("ping_pong_on_tokio_multi_thread");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    let (sum, n) = rt.block_on(async {
-        let (ping_tx, ping_rx) = goro::chan(0);
-        let (pong_tx, pong_rx) = goro::chan(0);
-        let p = tokio::spawn(pong(ping_rx, pong_tx));
-        let sum = tokio::spawn(ping(ping_tx, pong_rx)).await.unwrap();
-        (sum, p.await.unwrap())
-    });
-    assert_eq!((sum, n), (PING_SUM, ROUNDS));
-}
-
-#[test]
 fn ping_pong_on_threads() {
     let _w = watchdog("ping_pong_on_threads");
     let (ping_tx, ping_rx) = goro::chan::<u64>(0);
@@ -1314,19 +1268,12 @@ fn ping_pong_on_threads() {
     assert_eq!((sum, p.join().unwrap()), (PING_SUM, ROUNDS));
 }
 
-/// Across worlds: a goro G pings, a tokio task pongs; then a plain thread pings a goro G.
+/// Across worlds: a plain thread pings a goro G (a goro G against a tokio task is in
+/// `tests/extra/tests/tokio_interop.rs`).
 #[test]
-fn ping_pong_across_worlds() {
-    let _w = watchdog("ping_pong_across_worlds");
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+fn ping_pong_thread_and_g() {
+    let _w = watchdog("ping_pong_thread_and_g");
     let goro_rt = rt(2);
-    let (ping_tx, ping_rx) = goro::chan(0);
-    let (pong_tx, pong_rx) = goro::chan(0);
-    let p = tokio_rt.spawn(pong(ping_rx, pong_tx));
-    let sum = goro_rt.spawn(ping(ping_tx, pong_rx)).join().unwrap();
-    assert_eq!(sum, PING_SUM);
-    assert_eq!(tokio_rt.block_on(p).unwrap(), ROUNDS);
-
     let (ping_tx, ping_rx) = goro::chan::<u64>(0);
     let (pong_tx, pong_rx) = goro::chan::<u64>(0);
     let p = goro_rt.spawn(pong(ping_rx, pong_tx));

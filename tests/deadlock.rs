@@ -1,7 +1,8 @@
 //! Deadlock detection: when every G is parked and nothing can wake them, goro says so as Go
 //! does (`all goroutines are asleep - deadlock!` and a dump), and it never cries wolf: a G that
 //! sleeps, is in a syscall, waits on I/O, or waits on a channel that a plain thread, a tokio
-//! task or another runtime's G will use, is no deadlock.
+//! task or another runtime's G will use, is no deadlock (the tokio case is in
+//! `tests/extra/tests/tokio_interop.rs`, in the member that may depend on tokio).
 //!
 //! Every case runs in a child process (this binary, re-run with one test selected): a process
 //! has one census of threads, and a test's watchdog or another test's thread would count as a
@@ -208,20 +209,6 @@ fn case_plain_thread() {
     }
 }
 
-/// A tokio task sends after the grace period.
-#[test]
-fn case_tokio_task() {
-    if is_child("case_tokio_task") {
-        let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_time().build().unwrap();
-        let (tx, rx) = goro::chan::<u32>(0);
-        tokio.spawn(async move {
-            tokio::time::sleep(QUIET).await;
-            tx.send(7).await.unwrap();
-        });
-        assert_eq!(rt(2).block_on(async move { rx.recv().await }), Some(7));
-    }
-}
-
 /// Two runtimes: a G of one waits on a channel that a G of the other (sleeping meanwhile) will
 /// send on.
 #[test]
@@ -256,8 +243,8 @@ fn case_io_wait() {
 }
 
 #[test]
-fn no_report_for_sleep_syscall_threads_tokio_runtimes() {
-    for case in ["case_sleep", "case_syscall", "case_plain_thread", "case_tokio_task", "case_two_runtimes"] {
+fn no_report_for_sleep_syscall_threads_runtimes() {
+    for case in ["case_sleep", "case_syscall", "case_plain_thread", "case_two_runtimes"] {
         no_report_for(case);
     }
 }

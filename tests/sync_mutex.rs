@@ -7,7 +7,8 @@
 //!
 //! Nothing sleeps to synchronize: a future that must be queued is polled by hand (it is queued
 //! once `poll` returns `Pending`), and waits are bounded by the watchdog. Nothing asserts a
-//! duration: the fairness tests count the hog's turns instead.
+//! duration: the fairness tests count the hog's turns instead. (The ad hoc W10 timing beside
+//! tokio's Mutex is in `tests/extra/tests/tokio_interop.rs`.)
 
 mod common;
 
@@ -507,119 +508,4 @@ fn into_inner_get_mut_default_debug() {
     send_sync::<goro::sync::MutexGuard<'static, u8>>();
     fn send<T: Send>() {}
     send::<goro::sync::futures::Lock<'static, u8>>(); // a G may hold a lock() across an await
-}
-
-/// W10 of `shared/BENCHMARKS.md`, timed ad hoc (not an assertion): 4 Gs each increment a
-/// counter under one Mutex 250_000 times, on 2 Ps; beside it the same on tokio's Mutex (2 worker
-/// threads) and parking_lot's (through goro-runtime's internal shim, on the same Gs), and on 4
-/// plain threads. Run with
-/// `cargo test --release --test sync_mutex w10_timing -- --ignored --nocapture`.
-#[test]
-#[ignore = "timing, not a test: run by hand"]
-fn w10_timing() {
-    const GS: usize = 4;
-    const N: usize = 250_000;
-    let total = (GS * N) as f64;
-    fn median(mut v: Vec<f64>) -> f64 {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    }
-    let mut rows: Vec<(&str, Vec<f64>)> = vec![
-        ("goro Mutex, 4 Gs on 2 Ps", vec![]),
-        ("parking_lot Mutex, 4 Gs on 2 Ps", vec![]),
-        ("tokio Mutex, 4 tasks on 2 workers", vec![]),
-        ("goro Mutex lock_blocking, 4 threads", vec![]),
-        ("parking_lot Mutex, 4 threads", vec![]),
-    ];
-    let goro_rt = rt(2);
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    for _ in 0..7 {
-        let m = Arc::new(Mutex::new(0usize));
-        let t = std::time::Instant::now();
-        goro_rt.block_on(async {
-            let hs: Vec<_> = (0..GS)
-                .map(|_| {
-                    let m = m.clone();
-                    goro::go(async move {
-                        for _ in 0..N {
-                            *m.lock().await += 1;
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.await.unwrap();
-            }
-        });
-        rows[0].1.push(t.elapsed().as_nanos() as f64 / total);
-        assert_eq!(*m.try_lock().unwrap(), GS * N);
-
-        let m = Arc::new(goro_runtime::shim::Mutex::new(0usize));
-        let t = std::time::Instant::now();
-        goro_rt.block_on(async {
-            let hs: Vec<_> = (0..GS)
-                .map(|_| {
-                    let m = m.clone();
-                    goro::go(async move {
-                        for _ in 0..N {
-                            *m.lock() += 1;
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.await.unwrap();
-            }
-        });
-        rows[1].1.push(t.elapsed().as_nanos() as f64 / total);
-
-        let m = Arc::new(tokio::sync::Mutex::new(0usize));
-        let t = std::time::Instant::now();
-        tokio_rt.block_on(async {
-            let hs: Vec<_> = (0..GS)
-                .map(|_| {
-                    let m = m.clone();
-                    tokio::spawn(async move {
-                        for _ in 0..N {
-                            *m.lock().await += 1;
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.await.unwrap();
-            }
-        });
-        rows[2].1.push(t.elapsed().as_nanos() as f64 / total);
-
-        let m = Arc::new(Mutex::new(0usize));
-        let t = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for _ in 0..GS {
-                s.spawn(|| {
-                    for _ in 0..N {
-                        *m.lock_blocking() += 1;
-                    }
-                });
-            }
-        });
-        rows[3].1.push(t.elapsed().as_nanos() as f64 / total);
-
-        let m = goro_runtime::shim::Mutex::new(0usize);
-        let t = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for _ in 0..GS {
-                s.spawn(|| {
-                    for _ in 0..N {
-                        *m.lock() += 1;
-                    }
-                });
-            }
-        });
-        rows[4].1.push(t.elapsed().as_nanos() as f64 / total);
-    }
-    for (name, v) in rows {
-        let (min, max) = (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max));
-        println!("W10 {name:<40} median {:>6.1} ns/increment (min {min:.1}, max {max:.1})", median(v));
-    }
 }

@@ -1,4 +1,5 @@
-//! Helpers shared by the channel tests (`chan.rs`, `chan_select.rs`, `chan_prop.rs`).
+//! Helpers shared by the channel tests (`chan.rs`, `chan_select.rs`, and, through `#[path]`,
+//! `chan_prop.rs` of the member goro-extra-tests in `tests/extra`).
 //!
 //! Built on std only, so that a bug in the channels cannot hide a bug in the helpers. Nothing
 //! here sleeps to synchronize: time only bounds waits, as a failure detector.

@@ -1,7 +1,8 @@
 //! The attribute macros of goro: `#[goro::main]` and `#[goro::test]`.
 //!
-//! Use them through the `goro` crate, which re-exports both; this crate is an implementation
-//! detail and its expansion names `::goro` paths, so it only works with `goro` as a dependency.
+//! Use them through the `goro` crate (the package `goro-rt`), which re-exports both; this crate
+//! is an implementation detail and its expansion names `::goro` paths, so it only works with
+//! `goro` as a dependency (`goro = { package = "goro-rt", .. }`).
 //!
 //! Both macros turn an `async fn` without parameters into an ordinary fn that runs the body as
 //! the main goroutine of a goro runtime, the way Go runs `func main()`:

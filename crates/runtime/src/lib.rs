@@ -1,4 +1,4 @@
-//! goro-runtime: the G/M/P work-stealing scheduler of [goro](https://docs.rs/goro).
+//! goro-runtime: the G/M/P work-stealing scheduler of [goro](https://docs.rs/goro-rt).
 //!
 //! A **G** is a spawned future with a goroutine's header (id, state, spawn location); its
 //! `Waker` is the G itself. A **P** is the right to run Gs: it owns a 256-slot local run queue
@@ -8,7 +8,8 @@
 //! `runqput`, `runqget`, `runqsteal`, `findrunnable`, `wakep`, `startm`, `stopm`, `handoffp`,
 //! `gfput`/`gfget`.
 //!
-//! Most users depend on the `goro` facade crate, which re-exports this one.
+//! Most users depend on the facade, the package `goro-rt` (its library is `goro`), which
+//! re-exports this one.
 //!
 //! ```
 //! let rt = goro_runtime::Builder::new().max_procs(2).build().unwrap();

@@ -10,6 +10,7 @@
 //!    receivers, random capacity and counts, each operation randomly blocking, try-and-spin or
 //!    a select) preserve the multiset of values.
 
+#[path = "../../chan_common/mod.rs"]
 mod chan_common;
 
 use chan_common::*;
