@@ -112,6 +112,10 @@ pub(crate) struct Shared {
     /// Their main futures, for the dump.
     pub(crate) mains: Mutex<Vec<StdArc<crate::m::MainState>>>,
     pub(crate) handoffs: AtomicU64,
+    /// Ms that `startm` woke from the idle list or started as new threads, each handed a P, and
+    /// how many of them were spinning ones (see `Metrics::thread_wakeups`).
+    pub(crate) thread_wakeups: AtomicU64,
+    pub(crate) spinning_wakeups: AtomicU64,
     /// `Idle::syscall_waiters.len()`, readable without the lock: `findrunnable` looks at it
     /// every 61st tick to give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
     pub(crate) syscall_waiting: AtomicUsize,
@@ -175,6 +179,8 @@ impl Shared {
             nmains: AtomicUsize::new(0),
             mains: Mutex::new(Vec::new()),
             handoffs: AtomicU64::new(0),
+            thread_wakeups: AtomicU64::new(0),
+            spinning_wakeups: AtomicU64::new(0),
             syscall_waiting: AtomicUsize::new(0),
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
@@ -416,6 +422,7 @@ impl Shared {
         };
         if let Some(m) = idle.midle.pop() {
             self.nmidle.fetch_sub(1, Relaxed);
+            self.count_wakeup(spinning);
             m.hand(p, spinning);
             drop(idle);
             m.parker.unpark();
@@ -423,6 +430,13 @@ impl Shared {
         }
         drop(idle);
         self.newm(p, spinning);
+    }
+
+    fn count_wakeup(&self, spinning: bool) {
+        self.thread_wakeups.fetch_add(1, Relaxed);
+        if spinning {
+            self.spinning_wakeups.fetch_add(1, Relaxed);
+        }
     }
 
     /// Starts sysmon if it has not started yet (Go starts it with the program; goro with a
@@ -459,6 +473,7 @@ impl Shared {
             match b.spawn(move || m::mstart(shared, p, spinning)) {
                 Ok(h) => {
                     threads.push(h);
+                    self.count_wakeup(spinning);
                     return;
                 }
                 Err(e) => {
