@@ -405,7 +405,7 @@ impl Shared {
     /// more work is likely to follow; for a G woken from outside (each message from a tokio
     /// task to a G) it kept a chain of spinning Ms waking each other, most of which found
     /// nothing and went back to sleep: a G ↔ tokio-task ping-pong woke ~1.25 threads per
-    /// message, every one a spinning M (`tests/cross_executor.rs`; with this, 0.5-0.75, none
+    /// message, every one a spinning M (`tests/cross_executor.rs`; with this, 0.5-1, none
     /// spinning). Go takes this path for every G readied without a P (the netpoller's and
     /// sysmon's `injectglist`).
     ///
