@@ -7,6 +7,8 @@
 //!   with 1 worker, over two goro channels. Each message from the task wakes the G from a
 //!   thread that holds no P of the goro runtime (a tokio worker).
 //! - `goro_tokio_w2`: the same with 2 tokio workers.
+//! - `goro_main_tokio`: as `goro_tokio` with the main G (`block_on`'s future, as under
+//!   `#[goro::main]`) in place of a spawned G: its waker unparks the thread of `block_on`.
 //! - `tokio_tokio`: the goro runtime replaced by a tokio runtime of the same size (2 workers),
 //!   the goro channels by `tokio::sync::mpsc`: a task on it, a task on a second runtime with 1
 //!   worker. The "two tokio runtimes over a tokio channel" peer.
@@ -95,6 +97,15 @@ fn goro_tokio(n: u64, tokio: &tokio::runtime::Runtime) -> Duration {
     d
 }
 
+/// The main G (`block_on`'s future, as under `#[goro::main]`) against a task on `tokio`.
+fn goro_main_tokio(n: u64, tokio: &tokio::runtime::Runtime) -> Duration {
+    let ((tx_a, rx_a), (tx_b, rx_b)) = goro_pair();
+    let b = tokio.spawn(goro_pong(tx_b, rx_b));
+    let d = rts().goro.block_on(goro_ping(n, tx_a, rx_a));
+    tokio.block_on(b).expect("side B");
+    d
+}
+
 /// Two Gs on the goro runtime.
 fn goro_goro(n: u64) -> Duration {
     let ((tx_a, rx_a), (tx_b, rx_b)) = goro_pair();
@@ -139,6 +150,7 @@ fn rows() -> Vec<(&'static str, Run)> {
     vec![
         ("goro_tokio", |n| goro_tokio(n, &rts().tokio_w1)),
         ("goro_tokio_w2", |n| goro_tokio(n, &rts().tokio_w2)),
+        ("goro_main_tokio", |n| goro_main_tokio(n, &rts().tokio_w1)),
         ("tokio_tokio", |n| tokio_tokio(n, &rts().tokio_w1)),
         ("tokio_tokio_w2", |n| tokio_tokio(n, &rts().tokio_w2)),
         ("goro_goro", goro_goro),
