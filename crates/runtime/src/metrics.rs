@@ -44,6 +44,13 @@ pub struct Metrics {
     pub stolen_gs: u64,
     /// Ps handed to another M because theirs left or blocked (`handoffp` that started an M).
     pub handoffs: u64,
+    /// Threads woken (or started) to run Gs: Ms taken off the idle list, or new ones, each
+    /// handed an idle P (Go's `startm`). Each costs a futex wake-up and a context switch.
+    pub thread_wakeups: u64,
+    /// The part of `thread_wakeups` that woke a *spinning* M (Go's `wakep`): one sent to look
+    /// for work rather than handed some, which, when it finds a G, wakes the next spinning M if
+    /// a P still idles.
+    pub spinning_wakeups: u64,
     /// Gs run from a P's `runnext` slot.
     pub runnext_runs: u64,
     /// Times an M took work from the global run queue.
@@ -72,6 +79,8 @@ impl Metrics {
             idle_threads: sh.nmidle.load(Relaxed),
             global_runq: sh.global.len(),
             handoffs: sh.handoffs.load(Relaxed),
+            thread_wakeups: sh.thread_wakeups.load(Relaxed),
+            spinning_wakeups: sh.spinning_wakeups.load(Relaxed),
             spawned: sh.spawned_off_p.load(Relaxed),
             io_waiters: sh.netpoll.waiters(),
             blocked_polls: sh.blocked_polls.load(Relaxed),

@@ -1,6 +1,6 @@
 //! The scheduler's shared state (Go's `schedt` plus `allp`): the Ps, the global run queue, the
 //! idle P and M lists, and the operations that move work and Ms around: `newproc` (spawn),
-//! `goready` ([`Shared::ready`]), `runqput`, `wakep`, `startm`, `handoffp`.
+//! `goready` ([`Shared::ready`]), `runqput`, `wakep`, `start_idle`, `startm`, `handoffp`.
 //!
 //! # No lost wake-ups
 //!
@@ -12,6 +12,11 @@
 //!   the queue then reads `nmspinning`/`npidle`; the spinner decrements `nmspinning` then reads
 //!   the queues. Sequential consistency of the fences means at least one of them sees the
 //!   other's write, so either the submitter wakes someone or the spinner finds the work.
+//! - A G made runnable by a thread holding no P (a tokio worker, a plain thread, sysmon) goes
+//!   to the global queue, and the submitter then starts a *non-spinning* M on an idle P if it
+//!   sees one (Go's `injectglist` → `startIdle`), which runs the G. It wakes an M whenever
+//!   `wakep` would (and also while another M spins): the push, a `SeqCst` fence, then the
+//!   read of `npidle`, as above.
 //! - A submitter that sees `npidle == 0` wakes nobody: every P is owned by an M that will look
 //!   at the global queue (under the scheduler lock) before it gives its P up, and a G in a P's
 //!   own ring is found by that P's owner.
@@ -112,6 +117,10 @@ pub(crate) struct Shared {
     /// Their main futures, for the dump.
     pub(crate) mains: Mutex<Vec<StdArc<crate::m::MainState>>>,
     pub(crate) handoffs: AtomicU64,
+    /// Ms that `startm` woke from the idle list or started as new threads, each handed a P, and
+    /// how many of them were spinning ones (see `Metrics::thread_wakeups`).
+    pub(crate) thread_wakeups: AtomicU64,
+    pub(crate) spinning_wakeups: AtomicU64,
     /// `Idle::syscall_waiters.len()`, readable without the lock: `findrunnable` looks at it
     /// every 61st tick to give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
     pub(crate) syscall_waiting: AtomicUsize,
@@ -175,6 +184,8 @@ impl Shared {
             nmains: AtomicUsize::new(0),
             mains: Mutex::new(Vec::new()),
             handoffs: AtomicU64::new(0),
+            thread_wakeups: AtomicU64::new(0),
+            spinning_wakeups: AtomicU64::new(0),
             syscall_waiting: AtomicUsize::new(0),
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
@@ -338,10 +349,11 @@ impl Shared {
         self.runqput(g, Put::Next);
     }
 
-    /// Go's `runqput` on the current P if this thread holds one of ours, else `globrunqput`;
-    /// then `wakep` if there is stealable work (a G in the ring or the global queue; a G alone
-    /// in `runnext` is sysmon's to watch, see [`ready`](Self::ready)), and always for a spawn
-    /// ([`Put::Spawn`]), as Go's `newproc` does.
+    /// Go's `runqput` on the current P if this thread holds one of ours, then `wakep` if there
+    /// is stealable work (a G in the ring; a G alone in `runnext` is sysmon's to watch, see
+    /// [`ready`](Self::ready)), and always for a spawn ([`Put::Spawn`]), as Go's `newproc` does.
+    /// On a thread holding no P of ours (a tokio worker, a plain thread, sysmon, an M without
+    /// a P), `globrunqput` then [`start_idle`](Self::start_idle), as Go's `injectglist` does.
     ///
     /// A P that sysmon detached (its M is stuck in a poll that blocks the thread) cannot run
     /// its queue: a G made runnable by that stuck poll (a blocking receive that frees a
@@ -351,7 +363,8 @@ impl Shared {
             .filter(|&pid| self.ps[pid].status.load(Relaxed) != P_DETACHED);
         let Some(pid) = local else {
             self.global.push(g);
-            // Pairs with the fence after shutdown's store of its flag (see below).
+            // Pairs with the fence after shutdown's store of its flag (see below), and orders
+            // the push before `start_idle`'s read of `npidle` (see the module docs).
             fence(SeqCst);
             if self.shutdown.load(SeqCst) {
                 // Shutdown may have drained the global queue already: drain it again, or this
@@ -362,7 +375,7 @@ impl Shared {
                 self.global.drain(|g| unsafe { g::drop_ref(g) });
                 return;
             }
-            self.wakep();
+            self.start_idle();
             return;
         };
         let p = &self.ps[pid];
@@ -380,6 +393,32 @@ impl Shared {
         if stealable || put == Put::Spawn {
             self.wakep();
         }
+    }
+
+    /// Go's `startIdle` (inside `injectglist`, proc.go): a G was put on the global queue by a
+    /// thread holding no P; if a P is idle, start one M on it, *not* spinning, which runs the G
+    /// from the global queue. The caller has fenced between its push and this.
+    ///
+    /// Why not `wakep`: a spinning M is one sent to look for work, and when it finds some it
+    /// stops spinning and, as the last spinner, wakes another spinning M for the P still idle
+    /// (`resetspinning`), since there may be more. That suits a G readied on a busy P, where
+    /// more work is likely to follow; for a G woken from outside (each message from a tokio
+    /// task to a G) it kept a chain of spinning Ms waking each other, most of which found
+    /// nothing and went back to sleep: a G ↔ tokio-task ping-pong woke ~1.25 threads per
+    /// message, every one a spinning M (`tests/cross_executor.rs`; with this, 0.5-1, none
+    /// spinning). Go takes this path for every G readied without a P (the netpoller's and
+    /// sysmon's `injectglist`).
+    ///
+    /// No G is stranded: if no P is idle (`npidle` read after the push and fence), every P is
+    /// owned by an M that looks at the global queue under the scheduler lock before giving its
+    /// P up; if the P was taken meanwhile (`startm` finds none), its new owner looks at the
+    /// global queue before it sleeps. A spinning M that exists does not matter either way: a G
+    /// taken by it leaves the started M nothing, and that M sleeps again (Go accepts the same).
+    pub(crate) fn start_idle(&self) {
+        if self.npidle.load(SeqCst) == 0 {
+            return;
+        }
+        self.startm(None, false);
     }
 
     /// `wakep`: if a P is idle and no M is spinning, start a spinning M on it.
@@ -416,6 +455,7 @@ impl Shared {
         };
         if let Some(m) = idle.midle.pop() {
             self.nmidle.fetch_sub(1, Relaxed);
+            self.count_wakeup(spinning);
             m.hand(p, spinning);
             drop(idle);
             m.parker.unpark();
@@ -423,6 +463,13 @@ impl Shared {
         }
         drop(idle);
         self.newm(p, spinning);
+    }
+
+    fn count_wakeup(&self, spinning: bool) {
+        self.thread_wakeups.fetch_add(1, Relaxed);
+        if spinning {
+            self.spinning_wakeups.fetch_add(1, Relaxed);
+        }
     }
 
     /// Starts sysmon if it has not started yet (Go starts it with the program; goro with a
@@ -459,6 +506,7 @@ impl Shared {
             match b.spawn(move || m::mstart(shared, p, spinning)) {
                 Ok(h) => {
                     threads.push(h);
+                    self.count_wakeup(spinning);
                     return;
                 }
                 Err(e) => {

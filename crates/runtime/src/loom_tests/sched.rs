@@ -100,6 +100,49 @@ fn loom_sched_foreign_wake_of_waiting_g() {
     });
 }
 
+/// Two Gs woken from a thread outside the runtime (what a tokio worker answering them does)
+/// while the Ms run out of work and give their Ps up. The model's thread is that outside
+/// thread: it spawns both Gs (each goes to the global queue and starts an M on an idle P),
+/// waits until each has stashed its waker (first poll, Pending), wakes them one after the
+/// other, and joins them. Each wake pushes its G to the global queue, and `start_idle` starts
+/// a non-spinning M on an idle P if it sees one (Go's `injectglist` → `startIdle`); the second
+/// wake may find the first one's M still holding its P, an M still looking for work, or no P
+/// idle. Both Gs must run: a G left in the global queue while every M sleeps is a loom
+/// deadlock.
+fn foreign_wakes_of_two_gs(rt: Runtime) {
+    let (a, b) = (Counts::new(), Counts::new());
+    let ha = rt.spawn(TestFuture::new(&a, STASH_THEN_READY));
+    let hb = rt.spawn(TestFuture::new(&b, STASH_THEN_READY));
+    take_stashed(&a).wake();
+    take_stashed(&b).wake();
+    drop(ha.join().expect("G a returned"));
+    drop(hb.join().expect("G b returned"));
+    drop(rt);
+    for c in [&a, &b] {
+        assert_eq!(c.polls(), 2);
+        c.assert_dropped_once(true);
+    }
+}
+
+/// [`foreign_wakes_of_two_gs`] on one P: the M that runs the first G (handed the P by the
+/// first wake) may be anywhere between taking it and sleeping again when the second wake
+/// looks for an idle P; the G it pushed must not be left behind.
+#[test]
+fn loom_sched_foreign_wakes_of_two_gs() {
+    model(|| foreign_wakes_of_two_gs(runtime(1)));
+}
+
+/// [`foreign_wakes_of_two_gs`] with two Ps, an M for each: the two Ms race for the Gs (one
+/// may take both from the global queue) and for the Ps, and a wake may start an M while the
+/// other spins. Bounded at one preemption: at two, the two Ms' steal passes make the search
+/// run for more than 20 minutes. (A waker preempted between reading `npidle` and pushing,
+/// the lost wake-up this guards against, takes two preemptions here, one on one P: the model
+/// above finds it when the read is moved before the push.)
+#[test]
+fn loom_sched_foreign_wakes_of_two_gs_two_ps() {
+    super::model_with(|b| b.preemption_bound = Some(1), || foreign_wakes_of_two_gs(runtime(2)));
+}
+
 /// The main future itself waits on a wake from outside the runtime (the `MainState` waker): M0
 /// has nothing to run, gives its P up and parks in `stopm`; the wake must get it out
 /// (`main_pending` is checked under the scheduler lock before M0 sleeps, and the wake unparks
