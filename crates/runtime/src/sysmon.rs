@@ -306,8 +306,8 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
 
 impl Seen {
     /// Follows P `pp`'s time slice (its `schedtick`: one G, or one `runnext` chain, polled
-    /// since) and returns how long sysmon has seen it last. The slice goes on through the
-    /// poll's syscalls, so both a running and a `P_SYSCALL` P are watched.
+    /// since) and returns how long it has lasted, as far as sysmon has seen. The slice goes
+    /// on through the poll's syscalls, so both a running and a `P_SYSCALL` P are watched.
     fn watch_slice(&mut self, pp: &crate::p::P, now: Instant) -> Duration {
         let tick = pp.stats.schedtick.load(Relaxed);
         if tick != self.schedtick {
