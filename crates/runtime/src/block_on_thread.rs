@@ -65,7 +65,7 @@ pub fn block_on_thread<F: Future>(fut: F) -> F::Output {
 #[doc(hidden)]
 #[track_caller]
 pub fn block_on_thread_for<F: Future>(async_form: &'static str, fut: F) -> F::Output {
-    if crate::context::with(|ctx| ctx.is_some()) {
+    if crate::m::current(|ctx| ctx.is_some()) {
         let at = Location::caller();
         crate::config::warn_once_at("blocking call", at, || {
             format!(
@@ -81,7 +81,7 @@ pub fn block_on_thread_for<F: Future>(async_form: &'static str, fut: F) -> F::Ou
 fn park_until_done<F: Future>(fut: F) -> F::Output {
     // Parked in a goro call, the thread can only be woken by a G: it does not keep a deadlock
     // from being reported (see `checkdead`).
-    let _own = crate::checkdead::OwnThread::enter();
+    let _own = crate::threads::OwnThread::enter();
     let mut fut = pin!(fut);
     WAKE.with(|(tw, waker)| {
         let mut cx = Context::from_waker(waker);

@@ -29,7 +29,6 @@
 
 use crate::loom::Ordering::*;
 use crate::sched::Shared;
-use std::collections::HashMap;
 use std::sync::{Mutex as StdMutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -39,15 +38,7 @@ pub(crate) const GRACE: Duration = Duration::from_secs(1);
 /// The message a deadlock report starts with (Go's, after Go's `fatal error: `).
 pub const DEADLOCK: &str = "all goroutines are asleep - deadlock!";
 
-/// Which threads of the process may wake a G unseen, besides goro's own (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Census {
-    /// Every other thread.
-    AllThreads,
-    /// Every other thread but the process's main thread (a test harness's, which holds no
-    /// handle): what `#[goro::test]` asks for.
-    ExceptMainThread,
-}
+pub(crate) use crate::config::Census;
 
 /// Every runtime of the process (weakly), for the cross-runtime quiescence check: a G of one
 /// runtime may be woken by a G of another.
@@ -74,50 +65,15 @@ pub(crate) fn dump_all() -> String {
     out
 }
 
-/// Threads that are goro's (Ms, sysmon) or blocked in a goro blocking call right now, by kernel
-/// thread id, with a count (a thread may be both, nested).
-static OWN_THREADS: StdMutex<Option<HashMap<u32, usize>>> = StdMutex::new(None);
-
-/// While alive, the calling thread counts as goro's own for the census.
-pub(crate) struct OwnThread(u32);
-
-impl OwnThread {
-    pub(crate) fn enter() -> OwnThread {
-        let tid = crate::sysmon::current_tid();
-        if tid != 0 {
-            let mut own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
-            *own.get_or_insert_with(HashMap::new).entry(tid).or_insert(0) += 1;
-        }
-        OwnThread(tid)
-    }
-}
-
-impl Drop for OwnThread {
-    fn drop(&mut self) {
-        if self.0 == 0 {
-            return;
-        }
-        let mut own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(map) = own.as_mut() {
-            if let Some(n) = map.get_mut(&self.0) {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(&self.0);
-                }
-            }
-        }
-    }
-}
-
 /// Whether some thread of the process that is not goro's may wake a G; `true` where the
 /// threads cannot be listed.
 fn foreign_threads(census: Census) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return true };
     let main = std::process::id();
-    let own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let own = crate::threads::own_threads();
     for entry in dir.flatten() {
         let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { return true };
-        if own.as_ref().is_some_and(|m| m.contains_key(&tid)) {
+        if own.contains(&tid) {
             continue;
         }
         if tid == main && census == Census::ExceptMainThread {
@@ -130,9 +86,9 @@ fn foreign_threads(census: Census) -> bool {
 
 /// Whether nothing of `sh` runs or can fire by itself (see the module docs).
 pub(crate) fn quiescent(sh: &Shared) -> bool {
-    sh.npidle.load(SeqCst) == sh.procs
-        && sh.nmspinning.load(SeqCst) == 0
-        && sh.syscall_waiting.load(SeqCst) == 0
+    sh.idle.npidle() == sh.procs
+        && sh.idle.nmspinning() == 0
+        && sh.idle.syscall_waiting() == 0
         && !sh.any_work()
         && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
         && !sh.netpoll.any_waiters()
@@ -159,7 +115,7 @@ impl Watch {
     /// [`GRACE`] and no foreign thread exists. Returns how long sysmon may sleep before it must
     /// look again (`None`: no deadlock in sight, sleep as it likes).
     pub(crate) fn round(&mut self, sh: &Shared, now: Instant) -> Option<Duration> {
-        if !sh.config.deadlock_detection || sh.ended.load(Acquire) {
+        if !sh.config.deadlock_detection || sh.fatal.has_ended() {
             self.since = None;
             return None;
         }
@@ -200,7 +156,7 @@ impl Watch {
 fn report(sh: &Shared) {
     let text = format!("{DEADLOCK}\n\n{}", crate::traceback::dump_of(sh));
     let nobody = sh.mains.lock().is_empty() && !sh.main_waiting.load(Acquire);
-    if crate::fatal::end_run(sh, crate::fatal::Ending::Deadlock(text.clone())) && nobody {
+    if sh.end_run(crate::fatal::Ending::Deadlock(text.clone())) && nobody {
         crate::config::warn_once(&format!("goro: {text}"));
     }
 }

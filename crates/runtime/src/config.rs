@@ -25,9 +25,9 @@ pub(crate) struct Config {
     /// Whether sysmon reports deadlocks (`Builder::deadlock_detection`), and which threads
     /// count as able to wake a G unseen (see `checkdead`).
     pub(crate) deadlock_detection: bool,
-    pub(crate) census: crate::checkdead::Census,
+    pub(crate) census: Census,
     /// What a G's unobserved panic does (`Builder::unhandled_panic`).
-    pub(crate) unhandled_panic: crate::panics::UnhandledPanic,
+    pub(crate) unhandled_panic: UnhandledPanic,
     /// `Builder::on_thread_start` / `on_thread_stop`.
     pub(crate) on_thread_start: Option<ThreadHook>,
     pub(crate) on_thread_stop: Option<ThreadHook>,
@@ -153,6 +153,43 @@ pub(crate) fn parse_debug(v: &str) -> (DebugVars, Vec<String>) {
         }
     }
     (vars, errors)
+}
+
+/// Which threads of the process may wake a G unseen, besides goro's own (see `checkdead`'s
+/// module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Census {
+    /// Every other thread.
+    AllThreads,
+    /// Every other thread but the process's main thread (a test harness's, which holds no
+    /// handle): what `#[goro::test]` asks for.
+    ExceptMainThread,
+}
+
+/// What to do with a G's panic that no `JoinHandle` observed (`Builder::unhandled_panic`).
+///
+/// ```
+/// use goro::UnhandledPanic;
+/// let rt = goro::Builder::new().unhandled_panic(UnhandledPanic::ShutdownRuntime).build().unwrap();
+/// let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+///     rt.block_on(async {
+///         drop(goro::go(async { panic!("boom") })); // detached: nothing will observe it
+///         std::future::pending::<()>().await; // main would wait forever
+///     })
+/// }));
+/// assert_eq!(*ended.unwrap_err().downcast::<&str>().unwrap(), "boom");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnhandledPanic {
+    /// Print it in Go's shape and go on (the default of `goro::run` and `Builder`): the other
+    /// Gs and main keep running.
+    #[default]
+    Ignore,
+    /// Print it, then end the run with it, as Go does: `block_on` (and `goro::run`) resumes the
+    /// G's panic in the calling thread, a `#[goro::main]` program exits with status 2, a
+    /// `#[goro::test]` fails with the G's panic (both use this policy).
+    ShutdownRuntime,
 }
 
 #[cfg(all(test, not(loom)))]

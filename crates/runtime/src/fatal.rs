@@ -4,8 +4,7 @@
 //! Ms inside `block_on` (they return it as a panic), and the thread of `#[goro::main]` or
 //! `#[goro::test]` waiting for the main G (`Runtime::poll_ending`).
 
-use crate::loom::Ordering::*;
-use crate::sched::Shared;
+use crate::loom::{AtomicBool, Mutex, Ordering::*};
 use std::any::Any;
 use std::task::Waker;
 
@@ -29,52 +28,59 @@ impl std::fmt::Debug for Ending {
 /// The ending of one runtime and the threads waiting for it (`Shared::fatal`).
 #[derive(Default)]
 pub(crate) struct Fatal {
+    /// Set once the run ended (read without the lock by the Ms in `block_on`).
+    ended: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
     /// Set once, by the first ending; taken by the first main that returns it.
     ending: Option<Ending>,
     waiters: Vec<Waker>,
 }
 
-/// Ends `sh`'s run with `ending`, unless it ended already (the first ending wins): wakes the Ms
-/// inside `block_on` and the threads waiting in [`poll_ending`]. Returns whether it was first.
-pub(crate) fn end_run(sh: &Shared, ending: Ending) -> bool {
-    let waiters = {
-        let mut f = sh.fatal.lock();
-        if sh.ended.load(Acquire) {
-            return false;
+/// What stands in for the reason when another main took it.
+fn taken() -> Ending {
+    Ending::Panic(Box::new("goro: the run ended (another main took the reason)".to_owned()))
+}
+
+impl Fatal {
+    /// Whether the run ended.
+    #[inline]
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Acquire)
+    }
+
+    /// Records `ending` unless the run ended already (the first ending wins). Returns the
+    /// wakers of the threads waiting in [`poll`](Self::poll), for the caller to wake outside
+    /// any lock (a waker is the waiting executor's code), or `None` if it was not first. The
+    /// caller also wakes the Ms inside `block_on` (`Shared::end_run`).
+    pub(crate) fn end(&self, ending: Ending) -> Option<Vec<Waker>> {
+        let mut st = self.state.lock();
+        if self.ended.load(Acquire) {
+            return None;
         }
-        f.ending = Some(ending);
-        sh.ended.store(true, Release);
-        std::mem::take(&mut f.waiters)
-    };
-    for m in sh.mains.lock().clone() {
-        m.wake_for_ending();
+        st.ending = Some(ending);
+        self.ended.store(true, Release);
+        Some(std::mem::take(&mut st.waiters))
     }
-    sh.netpoll.wake();
-    // Outside the lock: a waker is the waiting executor's code.
-    waiters.into_iter().for_each(Waker::wake);
-    true
-}
 
-/// The ending of `sh`, taken, if the run ended (`None` after another main took it: then a
-/// plain message stands in); else `None`, and `waker` is woken when it ends.
-pub(crate) fn poll_ending(sh: &Shared, waker: &Waker) -> Option<Ending> {
-    let mut f = sh.fatal.lock();
-    if sh.ended.load(Acquire) {
-        return Some(f.ending.take().unwrap_or_else(|| {
-            Ending::Panic(Box::new("goro: the run ended (another main took the reason)".to_owned()))
-        }));
+    /// The ending, taken, if the run ended (a plain message after another main took it); else
+    /// `None`, and `waker` is woken when it ends.
+    pub(crate) fn poll(&self, waker: &Waker) -> Option<Ending> {
+        let mut st = self.state.lock();
+        if self.ended.load(Acquire) {
+            return Some(st.ending.take().unwrap_or_else(taken));
+        }
+        if !st.waiters.iter().any(|w| w.will_wake(waker)) {
+            st.waiters.push(waker.clone());
+        }
+        None
     }
-    if !f.waiters.iter().any(|w| w.will_wake(waker)) {
-        f.waiters.push(waker.clone());
-    }
-    None
-}
 
-/// The ending of `sh`, taken (for an M in `block_on` that saw `Shared::ended`).
-pub(crate) fn take_ending(sh: &Shared) -> Ending {
-    sh.fatal
-        .lock()
-        .ending
-        .take()
-        .unwrap_or_else(|| Ending::Panic(Box::new("goro: the run ended (another main took the reason)".to_owned())))
+    /// The ending, taken (for an M in `block_on` that saw the run end).
+    pub(crate) fn take(&self) -> Ending {
+        self.state.lock().ending.take().unwrap_or_else(taken)
+    }
 }

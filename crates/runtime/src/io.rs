@@ -7,7 +7,6 @@
 //! is the usual loop around it: try the operation, and on `WouldBlock` forget the readiness
 //! that proved stale and wait again (edge-triggered, as Go's netpoller and tokio are).
 
-use crate::context;
 use crate::netpoll::{Gone, ScheduledIo, ERROR, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use crate::sched::Shared;
 use std::fmt;
@@ -100,7 +99,7 @@ impl Registration {
     /// (`Other`, the error of [`poll_ready`](Registration::poll_ready)); or if the poller
     /// refuses it.
     pub fn new(source: &mut impl mio::event::Source, interest: mio::Interest) -> io::Result<Registration> {
-        let shared = context::with(|ctx| ctx.map(|c| c.shared.clone()))
+        let shared = crate::m::current(|ctx| ctx.map(|c| c.shared.clone()))
             .ok_or_else(|| io::Error::other("goro::net needs a goro runtime: use it from a G (inside goro::run)"))?;
         let io = Arc::new(ScheduledIo::new());
         let key = shared.netpoll.register(source, &io, interest)?;

@@ -25,27 +25,51 @@
 //! ```
 //!
 //! # Layout
-//! - `g`: the G object (`raw`), its lifecycle word (`state`), waker, `JoinHandle`, the
-//!   all-Gs list (`allgs`) and the free lists of G memory (`gfree`).
-//! - `p`: a P and its owner-only state; `runq`: a P's lock-free ring; `globrunq`: the global
-//!   queue; `sched`: the shared scheduler state (`newproc`, `ready`, `runqput`, `wakep`,
-//!   `startm`, `handoffp`); `m`: an M's loop (`schedule`, `findrunnable`, `stopm`,
-//!   `execute`); `context`: which M and P the current thread is.
-//! - `syscall`: `entersyscall`/`exitsyscall`; `sysmon`: the monitor thread (retake, preemption
-//!   requests, the blocked-poll hand-off, fairness turns); `coop`: cooperative preemption.
-//! - `timer`: the per-P timer heaps; `time`: `sleep` and the raw timer on them; `netpoll`: the
-//!   mio poller; `io`: registrations for `goro::net`.
-//! - `runtime`: `Builder`, `Runtime`, `run`, `go`; `entry`: how `#[goro::main]` runs main;
-//!   `block_on_thread`: the `*_blocking` calls; `yield_now`; `metrics`; `config`: the builder's
-//!   settings and the environment knobs; `park`: thread parking.
+//!
+//! Each protocol has one owner; the list runs from the bottom up (a module imports only modules
+//! above it in this list, except `sched` and `m`, which import each other: the scheduler's
+//! shared half and the M's loop are one algorithm, Go's `proc.go`). Check with
+//! `grep -n "^use crate" crates/runtime/src/*.rs`.
+//!
+//! - `loom`: the synchronization shim that lets loom model-check all of this (`loom_tests`).
+//! - `config`: the builder's settings, the environment knobs (`GORO_MAXPROCS`, `GORO_DEBUG`)
+//!   and `warn_once`. `park`: thread parking. `threads`: the calling thread's kernel id,
+//!   whether a thread sleeps in the kernel, and which threads are goro's own.
+//! - `runq`: a P's lock-free ring and `runnext`, split into the owner's `Local` half and the
+//!   thieves' `Steal` half (owns the ring's invariants); `globrunq`: the global queue.
+//! - `g`: the G. `raw`: the object and its vtable; `state`: its lifecycle word and the
+//!   ownership protocol; `waker`: the G as its own waker; `allgs`: the list of all Gs and the
+//!   batches of finished ones; `gfree`: the free lists of G memory (`gfget`/`gfput`'s lists);
+//!   `join`: `JoinHandle` and `JoinError`. `g::Schedule` is what a G asks of its scheduler
+//!   (`ready`, `gfput`, leaving `allgs`, an unobserved panic): the G layer names no scheduler
+//!   type.
+//! - `timer`: the per-P timer heaps (Go's `runtime/time.go`): a heap owns its earliest
+//!   deadline and its stale count; `timer::Heaps` is what timers ask of the runtime.
+//! - `p`: a P. Its shared half (status, the `Steal` side of the queue, timers, sysmon's flags
+//!   and counters) and its owner-only `PCore` (the `Local` queue, free lists, dead-G batch,
+//!   `schedtick`, `runnext` streak, goid cache, rng), which the owning M holds by value.
+//! - `netpoll`: the mio poller, and the handshake of the one M that sleeps in it (`lastpoll`,
+//!   `pollUntil`). `idle`: the idle Ps, sleeping Ms, syscall waiters, spare P slots and the
+//!   spinning count, under the scheduler lock (`pidleget`/`pidleput`/`mget`/`mput`), and `M`,
+//!   what others see of an M (its parker, the hand-off slot). `fatal`: how a run ends early.
+//! - `sched`: the runtime's shared state (Go's `schedt` and `allp`) and the operations that
+//!   move work and Ms: `newproc` off-P, `ready`, `globrunqput`, `wakep`, `start_idle`,
+//!   `startm`, `newm`, `handoffp`. `m`: everything an M does with its P (`acquirep`,
+//!   `schedule`, `findrunnable`, `stopm`, `execute`, the local `newproc` and `runqput`,
+//!   `entersyscall`/`exitsyscall`, the poll marks sysmon reads, giving up a detached P) and the
+//!   thread-local current M (Go's `getg().m`).
+//! - `schedule`: `Shared`'s side of `g::Schedule`. `sysmon`: the monitor thread (retake,
+//!   preemption requests, the blocked-poll hand-off, fairness turns). `coop`: cooperative
+//!   preemption. `syscall`: `goro::syscall`. `yield_now`.
+//! - `time`: `sleep` and the raw timer; `io`: registrations for `goro::net`;
+//!   `block_on_thread`: the `*_blocking` calls.
 //! - Diagnostics: `traceback`: a G's row of the dump (`goroutines`, `dump`); `checkdead`: the
 //!   deadlock detection (quiescence, then the census of the process's threads); `panics`: the
-//!   panic hook that keeps a G's panic for its `JoinHandle` or prints it as Go does; `fatal`:
-//!   the one way a run ends with a report (a deadlock, an unhandled panic); `sigquit`: the
-//!   SIGQUIT dump.
-//! - `loom`: the synchronization shim that lets loom model-check all of the above
-//!   (`loom_tests`); `model` (under `--cfg loom`): `goro::model`, which model-checks a user's
-//!   program without the scheduler (each G a loom thread, time virtual).
+//!   panic hook that keeps a G's panic for its `JoinHandle` or prints it as Go does;
+//!   `metrics`; `sigquit`: the SIGQUIT dump.
+//! - `runtime`: `Builder`, `Runtime`, `run`, `go`; `entry`: how `#[goro::main]` runs main;
+//!   `model` (under `--cfg loom`): `goro::model`, which model-checks a user's program without
+//!   the scheduler (each G a loom thread, time virtual).
 
 #![warn(missing_docs)]
 // Under loom there is no sysmon thread and no I/O (no mio): models call the parts they check
@@ -55,7 +79,6 @@
 mod block_on_thread;
 mod checkdead;
 mod config;
-mod context;
 pub mod coop;
 #[doc(hidden)]
 pub mod entry;
@@ -63,6 +86,7 @@ pub mod entry;
 pub mod fatal;
 mod g;
 mod globrunq;
+mod idle;
 #[cfg(not(loom))]
 pub mod io;
 mod loom;
@@ -77,9 +101,11 @@ mod park;
 mod runq;
 mod runtime;
 mod sched;
+mod schedule;
 mod sigquit;
 mod syscall;
 mod sysmon;
+mod threads;
 pub mod time;
 mod timer;
 mod traceback;

@@ -1,5 +1,13 @@
-//! M: an OS thread that runs Gs while it holds a P (Go's `m`), and its scheduling loop:
-//! `schedule`, `findrunnable`, `stopm`, `execute`.
+//! M: an OS thread that runs Gs while it holds a P (Go's `m`), and everything an M does with
+//! its P: the scheduling loop (`schedule`, `findrunnable`, `stopm`, `execute`), `newproc`'s and
+//! `runqput`'s local half, entering and leaving `goro::syscall` (`entersyscall`,
+//! `exitsyscall`), the poll-start and poll-end marks sysmon watches, and giving up a P that
+//! sysmon detached. Every `impl MCtx` is here.
+//!
+//! An M owns a P by holding its [`PCore`] (see [`p`](crate::p)): [`MCtx::acquirep`] takes it
+//! out of the P, [`MCtx::releasep`] puts it back, and every owner-only access goes through
+//! [`MCtx::with_core`], a `RefCell` borrow that no G poll runs inside (a re-entrant borrow
+//! would be a scheduler bug, and panics rather than aliasing).
 //!
 //! Two kinds of thread are Ms: threads the runtime starts ([`mstart`]), and any thread inside
 //! `Runtime::block_on` (M0 in Go's terms), which also polls its main future whenever that future
@@ -9,17 +17,20 @@
 //! (`startm`) first gives it a P under the scheduler lock, then unparks it. A thread is never
 //! destroyed while the runtime lives, so a burst of work reuses the Ms of the previous one.
 
-use crate::context;
 use crate::coop;
-use crate::g::{self, GPtr};
-use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
-use crate::p::{self, P, P_RUNNING};
-use crate::park::Parker;
+use crate::g::raw::{self, Who};
+use crate::g::{self, GPtr, JoinHandle};
+use crate::idle::{Spinning, M};
+use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering::*};
+use crate::p::{self, PCore, P, P_DETACHED, P_RUNNING, P_SYSCALL};
 use crate::runq;
-use crate::sched::Shared;
+use crate::sched::{Put, Shared};
 use crate::timer;
-use std::cell::Cell;
+use crate::WaitReason;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::panic::Location;
+use std::ptr;
 use std::sync::{Arc as StdArc, Weak};
 use std::task::Wake;
 use std::task::Waker;
@@ -29,43 +40,6 @@ use std::time::Duration;
 /// each other into `runnext` cannot starve the Gs queued behind them. Go relies on sysmon's
 /// 10 ms preemption for this; the bound makes it hold without waiting for sysmon.
 const RUNNEXT_STREAK_MAX: u32 = 32;
-
-const NO_P: usize = usize::MAX;
-
-/// The part of an M that other threads touch: its parker and the hand-off slot.
-pub(crate) struct M {
-    pub(crate) parker: Parker,
-    /// The P handed to this M by `startm` (Go's `m.nextp`), or `NO_P`; written under the
-    /// scheduler lock before the unpark.
-    nextp: AtomicUsize,
-    /// Whether the hand-off made this M a spinning one.
-    next_spinning: AtomicBool,
-    /// Set while this M sleeps in the netpoller rather than on its parker (only matters for M0,
-    /// whose main future's waker must then wake the poller).
-    in_netpoll: AtomicBool,
-}
-
-impl M {
-    pub(crate) fn new() -> M {
-        M {
-            parker: Parker::new(),
-            nextp: AtomicUsize::new(NO_P),
-            next_spinning: AtomicBool::new(false),
-            in_netpoll: AtomicBool::new(false),
-        }
-    }
-
-    /// Called by `startm` under the scheduler lock.
-    pub(crate) fn hand(&self, p: usize, spinning: bool) {
-        self.next_spinning.store(spinning, Relaxed);
-        self.nextp.store(p, Release);
-    }
-
-    pub(crate) fn take_hand(&self) -> Option<(usize, bool)> {
-        let p = self.nextp.swap(NO_P, Acquire);
-        (p != NO_P).then(|| (p, self.next_spinning.load(Relaxed)))
-    }
-}
 
 /// The main future of an M inside `block_on`: its wake-up flag, and what a dump shows of it
 /// (it is no G, but Go's goroutine 1 all the same).
@@ -92,7 +66,7 @@ impl Wake for MainState {
         // either M0 sees the notification before it polls, or we see it in the poller.
         if !self.notified.swap(true, SeqCst) {
             self.m.parker.unpark();
-            if self.m.in_netpoll.load(SeqCst) {
+            if self.m.in_netpoll() {
                 if let Some(sh) = self.shared.upgrade() {
                     sh.netpoll.wake();
                 }
@@ -138,9 +112,18 @@ impl MainState {
     }
 }
 
+/// Whether a G runs in the time slice of the G before it (Go's `inheritTime`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slice {
+    /// Taken from `runnext`: it goes on with the slice of the G that woke it.
+    Inherit,
+    /// A fresh slice: `schedtick` moves.
+    Fresh,
+}
+
 /// What `findrunnable` found.
 pub(crate) enum Found {
-    G(GPtr, bool),
+    G(GPtr, Slice),
     /// The main future was woken (M0 only).
     Main,
     /// The run ended early (M0 only): `block_on` returns the ending as a panic (see `fatal`).
@@ -148,12 +131,25 @@ pub(crate) enum Found {
     Shutdown,
 }
 
-/// An M's own state, on its thread's stack, published through [`context`].
+/// What the M's sleep in the netpoller came to (`block_in_netpoll`).
+enum NetpollBlock {
+    /// This M did not poll (nothing to wait for, or another M polls): it sleeps in `stopm`.
+    Skipped,
+    /// It polled: look for work again (it holds a P, or may take one).
+    LookAgain,
+    /// It polled, and `findrunnable` returns this.
+    Found(Found),
+}
+
+/// An M's own state, on its thread's stack, published through [`current`].
 pub(crate) struct MCtx {
     pub(crate) shared: StdArc<Shared>,
     pub(crate) m: StdArc<M>,
-    /// The P this M holds (Go's `m.p`).
-    pub(crate) p: Cell<Option<usize>>,
+    /// The owner-only half of the P this M holds (Go's `m.p`): see [`MCtx::with_core`].
+    core: RefCell<Option<Box<PCore>>>,
+    /// That P's index, for the many readers that need only that; written with `core`, by
+    /// `acquirep` and `releasep` alone.
+    p: Cell<Option<usize>>,
     /// Go's `m.spinning`.
     spinning: Cell<bool>,
     /// Set for an M inside `block_on`.
@@ -165,18 +161,61 @@ pub(crate) struct MCtx {
     main_defer: Cell<usize>,
 }
 
+// The current M (Go's `getg().m`): the one thread-local lookup through which `go`, wakers,
+// timers and G deallocation find the M they run on, and through it the P it holds. Each M (a
+// worker thread, or a thread inside `block_on`) publishes a pointer to its `MCtx` while it runs
+// the scheduler; the `MCtx` lives on that thread's stack for as long as the pointer is
+// published (`enter` returns a guard that restores the previous value, so `block_on` may nest).
+
+#[cfg(not(loom))]
+thread_local! {
+    static CURRENT: Cell<*const MCtx> = const { Cell::new(ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static CURRENT: Cell<*const MCtx> = Cell::new(ptr::null());
+}
+
+/// Restores the previously published context on drop.
+pub(crate) struct EnterGuard {
+    prev: *const MCtx,
+}
+
+/// Publishes `ctx` as the current thread's M until the guard drops.
+pub(crate) fn enter(ctx: &MCtx) -> EnterGuard {
+    let prev = CURRENT.with(|c| c.replace(ctx as *const MCtx));
+    EnterGuard { prev }
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let prev = self.prev;
+        // `try_with`: the thread may be tearing down its TLS.
+        let _ = CURRENT.try_with(|c| c.set(prev));
+    }
+}
+
+/// Runs `f` with the current M, if this thread is one.
+#[inline]
+pub(crate) fn current<R>(f: impl FnOnce(Option<&MCtx>) -> R) -> R {
+    let p = CURRENT.try_with(|c| c.get()).unwrap_or(ptr::null());
+    // SAFETY: a published pointer refers to an `MCtx` on this thread's stack that outlives its
+    // `EnterGuard`, which unpublishes it.
+    f(unsafe { p.as_ref() })
+}
+
 /// Entry point of an M thread started by `newm`, holding P `p`.
-pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: bool) {
-    let _own = crate::checkdead::OwnThread::enter();
+pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
+    let _own = crate::threads::OwnThread::enter();
     // `Builder::on_thread_start`, before this M runs any G (its P waits meanwhile).
     if let Some(h) = &shared.config.on_thread_start {
         h.call_on_m("on_thread_start");
     }
     let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
     ctx.acquirep(p);
-    ctx.spinning.set(spinning);
+    ctx.spinning.set(spinning == Spinning::Yes);
     {
-        let _enter = context::enter(&ctx);
+        let _enter = enter(&ctx);
         let found = ctx.schedule();
         debug_assert!(matches!(found, Found::Shutdown));
     }
@@ -192,6 +231,7 @@ impl MCtx {
         MCtx {
             shared,
             m,
+            core: RefCell::new(None),
             p: Cell::new(None),
             spinning: Cell::new(false),
             main,
@@ -200,25 +240,73 @@ impl MCtx {
         }
     }
 
+    /// Go's `acquirep`: this M takes P `p`, which it was given the right to (the idle list, a
+    /// hand-off, a won syscall CAS).
     pub(crate) fn acquirep(&self, p: usize) {
-        debug_assert!(self.p.get().is_none());
+        self.shared.ps[p].status.store(P_RUNNING, Relaxed);
+        self.hold(p);
+    }
+
+    /// Takes P `p`'s core and publishes it as this M's P, leaving the status alone.
+    pub(crate) fn hold(&self, p: usize) {
+        debug_assert!(self.p.get().is_none(), "goro: acquirep by an M that holds a P");
         let pp = &self.shared.ps[p];
-        pp.status.store(P_RUNNING, Relaxed);
+        *self.core.borrow_mut() = Some(pp.take_core());
         // A request meant for the P's previous M's G.
         pp.preempt.store(false, Relaxed);
         #[cfg(not(loom))]
-        pp.tid.store(crate::sysmon::current_tid(), Relaxed);
+        pp.tid.store(crate::threads::current_tid(), Relaxed);
         self.p.set(Some(p));
         // SAFETY: the flag lives in `self.shared`, which this M keeps alive; it is unpublished
         // by `releasep` (or replaced by the next `acquirep`) before this M lets the P go.
         unsafe { coop::set_flag(&pp.preempt) };
     }
 
-    /// Gives the P up (it must be handed to `pidleput` or `handoffp` by the caller).
+    /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
+    /// (`pidleput`, `handoffp`, a syscall status, a waiting M).
     pub(crate) fn releasep(&self) -> Option<usize> {
         // SAFETY: null is always valid.
         unsafe { coop::set_flag(std::ptr::null()) };
-        self.p.take()
+        let core = self.core.borrow_mut().take()?;
+        let p = core.id();
+        self.shared.ps[p].put_core(core);
+        self.p.set(None);
+        Some(p)
+    }
+
+    /// The index of the P this M holds.
+    #[inline]
+    pub(crate) fn p(&self) -> Option<usize> {
+        self.p.get()
+    }
+
+    /// The P this M holds, if this M belongs to `shared` (a thread may be an M of two runtimes,
+    /// one `block_on` inside a G of another).
+    #[inline]
+    pub(crate) fn p_of(&self, shared: &Shared) -> Option<usize> {
+        if std::ptr::eq(&*self.shared, shared) {
+            self.p.get()
+        } else {
+            None
+        }
+    }
+
+    /// Runs `f` on the owner-only half of the P this M holds; `None` if it holds none. `f` must
+    /// not poll a G or drop one (which may re-enter here): the borrow would panic.
+    #[inline]
+    pub(crate) fn with_core<R>(&self, f: impl FnOnce(&mut PCore) -> R) -> Option<R> {
+        self.core.borrow_mut().as_deref_mut().map(f)
+    }
+
+    /// The goid of the G this M polls: the G's, [`MAIN_FUTURE`](raw::MAIN_FUTURE) while it
+    /// polls the main future of `block_on`, [`NO_PARENT`](raw::NO_PARENT) between polls.
+    pub(crate) fn current_goid(&self) -> u64 {
+        match self.curg.get() {
+            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+            Some(g) => unsafe { g.as_ref() }.goid,
+            None if self.polling_main() => raw::MAIN_FUTURE,
+            None => raw::NO_PARENT,
+        }
     }
 
     /// Whether this M is a thread inside `block_on`.
@@ -250,11 +338,11 @@ impl MCtx {
     pub(crate) fn schedule(&self) -> Found {
         loop {
             match self.findrunnable() {
-                Found::G(g, inherit) => {
+                Found::G(g, slice) => {
                     if self.spinning.get() {
                         self.resetspinning();
                     }
-                    self.execute(g, inherit);
+                    self.execute(g, slice);
                 }
                 other => {
                     if self.spinning.get() {
@@ -268,24 +356,14 @@ impl MCtx {
 
     /// Called after the main future returned `Pending` having woken itself.
     pub(crate) fn defer_main(&self) {
-        let queued = self.p.get().map_or(0, |p| self.shared.ps[p].runq.len() + 1);
+        let queued = self.with_core(|c| c.runq.len() + 1).unwrap_or(0);
         self.main_defer.set(queued.max(1));
     }
 
-    /// Go's `execute`: runs `g` on the current P, with a fresh time slice unless `inherit`.
-    pub(crate) fn execute(&self, g: GPtr, inherit: bool) {
-        if let Some(pid) = self.p.get() {
-            let p = &self.shared.ps[pid];
-            // SAFETY: this M owns `p`; no G runs inside the closure.
-            let tick = unsafe {
-                p.with_local(|l| {
-                    if !inherit {
-                        l.schedtick = l.schedtick.wrapping_add(1);
-                    }
-                    l.schedtick
-                })
-            };
-            p.stats.schedtick.store(tick, Relaxed);
+    /// Go's `execute`: runs `g` on the current P, in a fresh time slice or the one it inherits.
+    pub(crate) fn execute(&self, g: GPtr, slice: Slice) {
+        if slice == Slice::Fresh {
+            self.start_slice();
         }
         let d = self.main_defer.get();
         if d > 0 {
@@ -305,21 +383,90 @@ impl MCtx {
         self.curg.set(outer);
         if let Some(again) = again {
             // It woke itself during its poll (yield_now): to the back of the queue.
-            self.shared.runqput(again, crate::sched::Put::Back);
+            self.runqput(again, Put::Back);
+        }
+    }
+
+    /// Starts a fresh time slice on this M's P (`schedtick` moves; sysmon measures the slice
+    /// from its next look).
+    fn start_slice(&self) {
+        let Some(pid) = self.p.get() else { return };
+        if let Some(tick) = self.with_core(|c| {
+            c.schedtick = c.schedtick.wrapping_add(1);
+            c.schedtick
+        }) {
+            self.shared.ps[pid].stats.schedtick.store(tick, Relaxed);
+        }
+    }
+
+    /// `newproc` on this M: a G running `future`, made runnable. With a P of this M's runtime
+    /// the G is allocated from the P's free lists, gets a goid from its cache and goes to its
+    /// `runnext` (Go does the same: a new G runs soon, on the P that created it, warm in
+    /// cache), and another M is woken to steal the rest; without one, as from any thread.
+    pub(crate) fn spawn<F>(&self, future: F, location: &'static Location<'static>) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let sh = &self.shared;
+        let parent = self.current_goid();
+        let Some(pid) = self.p.get() else {
+            return sh.spawn_off_p(future, parent, location);
+        };
+        let (g, reused) = self
+            .with_core(|c| {
+                let goid = c.next_goid(&sh.goidgen);
+                raw::allocate(future, sh, &sh.gfree, goid, parent, location, Some(&mut c.gfree))
+            })
+            .expect("goro: the M holds a P");
+        let stats = &sh.ps[pid].stats;
+        p::bump(&stats.spawned, 1);
+        if reused {
+            p::bump(&stats.gfree_reused, 1);
+        }
+        if sh.admit(g) {
+            self.runqput(g, Put::Spawn);
+        }
+        // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
+        unsafe { JoinHandle::from_raw(g) }
+    }
+
+    /// Go's `runqput` on this M's P, then `wakep` if there is stealable work (a G in the ring;
+    /// a G alone in `runnext` is sysmon's to watch, see [`Shared::ready`]), and always for a
+    /// spawn ([`Put::Spawn`]), as Go's `newproc` does. Without a P (or with one that sysmon
+    /// detached: its M is stuck in a poll that blocks the thread, so a G made runnable by that
+    /// poll goes where a running P finds it), as from any thread: the global queue.
+    pub(crate) fn runqput(&self, g: GPtr, put: Put) {
+        let sh = &*self.shared;
+        let Some(pid) = self.p.get().filter(|&p| sh.ps[p].status.load(Relaxed) != P_DETACHED) else {
+            sh.globrunqput(g);
+            return;
+        };
+        let (stealable, overflow) = self
+            .with_core(|c| match put {
+                Put::Next | Put::Spawn => c.runq.push_next(g),
+                Put::Back => (true, c.runq.push_back(g)),
+            })
+            .expect("goro: the M holds a P");
+        if let Some(batch) = overflow {
+            p::bump(&sh.ps[pid].stats.local_runq_overflows, 1);
+            sh.global.push_batch(batch.iter());
+        }
+        if stealable || put == Put::Spawn {
+            sh.wakep();
         }
     }
 
     fn become_spinning(&self) {
         self.spinning.set(true);
-        self.shared.nmspinning.fetch_add(1, SeqCst);
+        self.shared.idle.spinning_start();
     }
 
     /// Go's `resetspinning`: this M found work and stops spinning; if it was the last spinner,
     /// wake another, since there may be more work than this M can take.
     fn resetspinning(&self) {
         self.spinning.set(false);
-        let before = self.shared.nmspinning.fetch_sub(1, SeqCst);
-        debug_assert!(before > 0, "goro: negative nmspinning");
+        let before = self.shared.idle.spinning_stop();
         if before == 1 {
             self.shared.wakep();
         }
@@ -335,7 +482,7 @@ impl MCtx {
             if self.main_pending() && self.main_defer.get() == 0 {
                 return Found::Main;
             }
-            if self.is_main() && sh.ended.load(Acquire) {
+            if self.is_main() && sh.fatal.has_ended() {
                 return Found::Ended;
             }
             let Some(pid) = self.p.get() else {
@@ -361,15 +508,14 @@ impl MCtx {
             // starve it (Go's rule), and also once it has waited a time slice (sysmon's
             // `fairness_due`): Go's ticks last at most a time slice, as it preempts, but a goro
             // G that computes without yield points makes one tick as long as it likes.
-            // SAFETY: this M owns `p`.
-            let tick = unsafe { p.with_local(|l| l.schedtick) };
+            let tick = self.with_core(|c| c.schedtick).unwrap_or(0);
             let due = p.fairness_due.load(Relaxed);
             if due {
                 p.fairness_due.store(false, Relaxed);
             }
             // An M back from a syscall waits for a P while this one stays busy: it gets ours.
             if (tick % 61 == 0 || due)
-                && sh.syscall_waiting.load(Relaxed) != 0
+                && sh.idle.syscall_waiting() != 0
                 && !self.spinning.get()
                 && self.handoff_to_syscall_waiter(pid)
             {
@@ -377,25 +523,25 @@ impl MCtx {
             }
             if due {
                 if let Some(g) = self.globrunqget_due(p) {
-                    return Found::G(g, false);
+                    return Found::G(g, Slice::Fresh);
                 }
             } else if tick % 61 == 0 && !sh.global.is_empty() {
                 if let Some(g) = sh.global.pop() {
                     p::bump(&p.stats.global_runq_polls, 1);
-                    return Found::G(g, false);
+                    return Found::G(g, Slice::Fresh);
                 }
             }
 
-            if let Some((g, inherit)) = self.runqget(p) {
-                return Found::G(g, inherit);
+            if let Some((g, slice)) = self.runqget(p) {
+                return Found::G(g, slice);
             }
 
             if let Some(g) = self.globrunqget(p) {
-                return Found::G(g, false);
+                return Found::G(g, Slice::Fresh);
             }
 
             // Non-blocking netpoll, if some G waits for I/O and no M sleeps in the poller.
-            if sh.netpoll.any_waiters() && sh.netpoll.lastpoll.load(Relaxed) != 0 {
+            if sh.netpoll.nonblocking_poll_due() {
                 let mut ready = Vec::new();
                 if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) && !ready.is_empty() {
                     // Woken with our P held: they land on our run queue (Go's `injectglist`).
@@ -405,13 +551,13 @@ impl MCtx {
             }
 
             // Steal, unless enough Ms are spinning already: at most half the busy Ps' worth.
-            let busy = sh.procs - sh.npidle.load(SeqCst);
-            if self.spinning.get() || 2 * sh.nmspinning.load(SeqCst) < busy {
+            let busy = sh.procs - sh.idle.npidle();
+            if self.spinning.get() || 2 * sh.idle.nmspinning() < busy {
                 if !self.spinning.get() {
                     self.become_spinning();
                 }
                 if let Some(g) = self.steal_work(p) {
-                    return Found::G(g, false);
+                    return Found::G(g, Slice::Fresh);
                 }
             }
 
@@ -435,8 +581,7 @@ impl MCtx {
             // with nobody to run it.
             if self.spinning.get() {
                 self.spinning.set(false);
-                let before = sh.nmspinning.fetch_sub(1, SeqCst);
-                debug_assert!(before > 0, "goro: negative nmspinning");
+                sh.idle.spinning_stop();
                 fence(SeqCst);
                 if sh.any_work() {
                     if let Some(pid) = sh.pidleget() {
@@ -449,11 +594,10 @@ impl MCtx {
 
             // Go's netpoll block: if timers are pending or Gs wait for I/O, one idle M sleeps in
             // the poller until the earliest timer; the others sleep in `stopm`.
-            if let Some(found) = self.block_in_netpoll() {
-                match found {
-                    Some(found) => return found,
-                    None => continue 'top,
-                }
+            match self.block_in_netpoll() {
+                NetpollBlock::Found(found) => return found,
+                NetpollBlock::LookAgain => continue 'top,
+                NetpollBlock::Skipped => {}
             }
 
             if let Some(found) = self.stopm() {
@@ -462,27 +606,22 @@ impl MCtx {
         }
     }
 
-    /// The idle M's sleep in the netpoller (the end of Go's `findrunnable`). Returns `None` if
-    /// this M should not poll (nothing to wait for, or another M polls: then `stopm`);
-    /// `Some(None)` to look for work again (it holds a P, or may take one); `Some(Some(found))`
-    /// to return `found`.
-    fn block_in_netpoll(&self) -> Option<Option<Found>> {
+    /// The idle M's sleep in the netpoller (the end of Go's `findrunnable`).
+    fn block_in_netpoll(&self) -> NetpollBlock {
         let sh = &*self.shared;
         let until = timer::earliest(sh);
         if until == 0 && !sh.netpoll.any_waiters() {
-            return None;
+            return NetpollBlock::Skipped;
         }
-        if sh.netpoll.lastpoll.swap(0, SeqCst) == 0 {
+        if let Err(other) = sh.netpoll.claim_block(until) {
             // Another M sleeps in the poller. If it sleeps past our earliest timer (it looked
             // before that timer was added), wake it to look again.
-            let other = sh.netpoll.poll_until.load(SeqCst);
             if until != 0 && (other == 0 || other > until) {
                 sh.netpoll.wake();
             }
-            return None;
+            return NetpollBlock::Skipped;
         }
-        sh.netpoll.poll_until.store(until, SeqCst);
-        self.m.in_netpoll.store(true, SeqCst);
+        self.m.set_in_netpoll(true);
         // After publishing that we sleep (a timer added from now on wakes the poller, see
         // `wake_netpoller`), look at what may have changed since the last look.
         fence(SeqCst);
@@ -494,13 +633,12 @@ impl MCtx {
             let timeout = (until != 0).then(|| Duration::from_nanos(until - now));
             sh.netpoll.poll(timeout, &mut ready);
         }
-        self.m.in_netpoll.store(false, SeqCst);
-        sh.netpoll.poll_until.store(0, SeqCst);
-        sh.netpoll.lastpoll.store(sh.nanotime(), SeqCst);
+        self.m.set_in_netpoll(false);
+        sh.netpoll.end_block(sh.nanotime());
         if let Some(found) = self.stop_reason() {
             // Hand the ready Gs to whoever runs next (global queue, and an M woken for them).
             ready.into_iter().for_each(Waker::wake);
-            return Some(Some(found));
+            return NetpollBlock::Found(found);
         }
         match sh.pidleget() {
             Some(pid) => {
@@ -508,12 +646,12 @@ impl MCtx {
                 ready.into_iter().for_each(Waker::wake);
                 // Timers that expired on any P are run by the look for work that follows
                 // (our own heap at the top, the others when stealing).
-                Some(None)
+                NetpollBlock::LookAgain
             }
             None => {
                 // Every P is busy: the ready Gs go to the global queue, where they find one.
                 ready.into_iter().for_each(Waker::wake);
-                None
+                NetpollBlock::Skipped
             }
         }
     }
@@ -526,44 +664,52 @@ impl MCtx {
     /// an inherited slice the same way: sysmon preempts it after 10 ms. Without the time bound,
     /// two Gs that compute 200 ms each and wake each other through timers kept the ring waiting
     /// for 32 of their turns.
-    fn runqget(&self, p: &P) -> Option<(GPtr, bool)> {
-        // SAFETY (all blocks): this M owns `p`.
-        let streak = unsafe { p.with_local(|l| l.runnext_streak) };
+    fn runqget(&self, p: &P) -> Option<(GPtr, Slice)> {
         let expired = p.preempt.load(Relaxed);
         if expired {
             // Consumed here: the next G starts a fresh slice.
             p.preempt.store(false, Relaxed);
         }
-        let slice_over = expired || streak >= RUNNEXT_STREAK_MAX;
-        if !slice_over {
-            if let Some(g) = unsafe { p.runq.pop_runnext() } {
-                unsafe { p.with_local(|l| l.runnext_streak += 1) };
-                p::bump(&p.stats.runnext_runs, 1);
-                return Some((g, true));
+        let got = self.with_core(|c| {
+            let slice_over = expired || c.runnext_streak >= RUNNEXT_STREAK_MAX;
+            if !slice_over {
+                if let Some(g) = c.runq.pop_runnext() {
+                    c.runnext_streak += 1;
+                    return Ok((g, Slice::Inherit));
+                }
             }
-        }
-        unsafe { p.with_local(|l| l.runnext_streak = 0) };
-        if let Some(g) = unsafe { p.runq.pop() } {
-            return Some((g, false));
-        }
+            c.runnext_streak = 0;
+            match c.runq.pop() {
+                Some(g) => Ok((g, Slice::Fresh)),
+                None => Err(slice_over),
+            }
+        })?;
+        let slice_over = match got {
+            Ok((g, slice)) => {
+                if slice == Slice::Inherit {
+                    p::bump(&p.stats.runnext_runs, 1);
+                }
+                return Some((g, slice));
+            }
+            Err(slice_over) => slice_over,
+        };
         if slice_over {
             if let Some(g) = self.shared.global.pop() {
                 p::bump(&p.stats.global_runq_polls, 1);
-                return Some((g, false));
+                return Some((g, Slice::Fresh));
             }
         }
-        let g = unsafe { p.runq.pop_runnext() }?;
+        let g = self.with_core(|c| c.runq.pop_runnext())??;
         p::bump(&p.stats.runnext_runs, 1);
-        Some((g, false))
+        Some((g, Slice::Fresh))
     }
 
     /// Go's `globrunqget`: one G to run and a batch for the (empty) local ring.
     fn globrunqget(&self, p: &P) -> Option<GPtr> {
         let sh = &*self.shared;
+        // The ring is empty (runqget just failed), and the batch is at most CAP / 2 - 1 items.
         let g = sh.global.pop_batch(sh.procs, runq::CAP / 2, |rest| {
-            // SAFETY: this M owns `p`, whose ring is empty (runqget just failed), and the batch
-            // is at most CAP / 2 - 1 items.
-            unsafe { p.runq.push_batch(rest) }
+            self.with_core(|c| c.runq.push_batch(rest));
         })?;
         p::bump(&p.stats.global_runq_polls, 1);
         Some(g)
@@ -575,13 +721,15 @@ impl MCtx {
     /// within one round of the ring rather than one per time slice.
     fn globrunqget_due(&self, p: &P) -> Option<GPtr> {
         let sh = &*self.shared;
-        let room = runq::CAP - p.runq.len();
+        let room = runq::CAP - self.with_core(|c| c.runq.len())?;
         let g = sh.global.pop_batch(sh.procs, (runq::CAP / 2).min(room), |rest| {
-            for g in rest {
-                // SAFETY: this M owns `p`, and the batch fits in the room left.
-                let overflow = unsafe { p.runq.push_back(g) };
-                debug_assert!(overflow.is_none(), "goro: the batch overflowed the ring");
-            }
+            self.with_core(|c| {
+                for g in rest {
+                    // The batch fits in the room left.
+                    let overflow = c.runq.push_back(g);
+                    debug_assert!(overflow.is_none(), "goro: the batch overflowed the ring");
+                }
+            });
         })?;
         p::bump(&p.stats.global_runq_polls, 1);
         Some(g)
@@ -594,8 +742,7 @@ impl MCtx {
         let sh = &*self.shared;
         for pass in 0..4 {
             let last = pass == 3;
-            // SAFETY: this M owns `p`.
-            let r = unsafe { p.with_local(|l| l.fastrand()) };
+            let r = self.with_core(PCore::fastrand)?;
             // The order covers every P slot; slots past `used` have never held a G.
             let used = sh.slots_used.load(Acquire);
             for victim in sh.order.start(r) {
@@ -621,9 +768,8 @@ impl MCtx {
                     }
                     true
                 };
-                // SAFETY: this M owns `p`, whose ring is empty (we only steal after runqget
-                // and globrunqget failed).
-                if let Some((g, n)) = unsafe { v.runq.steal_into(&p.runq, last, pause) } {
+                // Our ring is empty: we only steal after runqget and globrunqget failed.
+                if let Some((g, n)) = self.with_core(|c| v.runq.steal_into(&mut c.runq, last, pause)).flatten() {
                     p::bump(&p.stats.steals, 1);
                     p::bump(&p.stats.stolen_gs, n as u64);
                     return Some(g);
@@ -643,8 +789,7 @@ impl MCtx {
             if let Some(found) = self.stop_reason() {
                 return Some(found);
             }
-            idle.midle.push(self.m.clone());
-            sh.nmidle.fetch_add(1, Relaxed);
+            idle.mput(self.m.clone());
         }
         loop {
             self.m.parker.park();
@@ -653,7 +798,7 @@ impl MCtx {
                 // `startm` already took us off the list.
                 drop(idle);
                 self.acquirep(p);
-                if spinning {
+                if spinning == Spinning::Yes {
                     // Counted in nmspinning by whoever woke us.
                     self.spinning.set(true);
                 }
@@ -661,9 +806,7 @@ impl MCtx {
             }
             if let Some(found) = self.stop_reason() {
                 // Still on the list (no hand-off happened, and hand-offs run under this lock).
-                let me = StdArc::as_ptr(&self.m);
-                idle.midle.retain(|m| !std::ptr::eq(StdArc::as_ptr(m), me));
-                sh.nmidle.fetch_sub(1, Relaxed);
+                idle.mremove(&self.m);
                 return Some(found);
             }
         }
@@ -674,12 +817,178 @@ impl MCtx {
             Some(Found::Shutdown)
         } else if self.main_pending() {
             Some(Found::Main)
-        } else if self.is_main() && self.shared.ended.load(Acquire) {
+        } else if self.is_main() && self.shared.fatal.has_ended() {
             Some(Found::Ended)
         } else {
             None
         }
     }
+}
+
+/// The M's side of `goro::syscall` (see [`syscall`](crate::syscall)).
+impl MCtx {
+    /// Go's `entersyscall`: lets go of the P (loosely: it stays `P_SYSCALL` for our return).
+    /// Returns the P, or `None` if this M holds none.
+    pub(crate) fn entersyscall(&self) -> Option<usize> {
+        let pid = self.p.get()?;
+        // State kept for the length of a poll must not be held through a blocking call.
+        crate::coop::run_poll_end();
+        let pp = &self.shared.ps[pid];
+        p::bump(&pp.stats.syscalltick, 1);
+        // What the dump shows of the G meanwhile (`exitsyscall` clears it).
+        self.with_wait_reason(|r| r.store(WaitReason::Syscall as u8, Relaxed));
+        // The core goes back to the P before the status says the P may be retaken.
+        self.releasep();
+        // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the P.
+        pp.status.store(P_SYSCALL, Release);
+        Some(pid)
+    }
+
+    /// Go's `exitsyscall`: takes P `pid` back if sysmon left it, else another idle P, else
+    /// waits for one (or for shutdown, when it goes on without a P).
+    pub(crate) fn exitsyscall(&self, pid: usize) {
+        self.with_wait_reason(|r| r.store(0, Relaxed));
+        let pp = &self.shared.ps[pid];
+        if pp.status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
+            // Won against sysmon's retake: the core is ours again.
+            self.hold(pid);
+            return;
+        }
+        self.exitsyscall_slow();
+    }
+
+    /// Gives P `pid`, which this M holds between two Gs, to an M back from a syscall that
+    /// waits for a P (`exitsyscall_slow`); `false` if none waits. `findrunnable` calls it every
+    /// 61st tick while one waits, so Gs that keep every P busy cannot starve the returning G
+    /// (Go queues that G on the global run queue, which a busy P polls every 61 ticks; here its
+    /// poll is still on the waiting M's stack, so the P goes to the M instead). This M is left
+    /// without a P and looks for one (or sleeps) like any idle M.
+    pub(crate) fn handoff_to_syscall_waiter(&self, pid: usize) -> bool {
+        let sh = &*self.shared;
+        let mut idle = sh.idle.lock();
+        let Some(m) = idle.waiter_get() else {
+            return false;
+        };
+        let released = self.releasep();
+        debug_assert_eq!(released, Some(pid), "goro: handing off a P this M does not hold");
+        sh.ps[pid].status.store(P_RUNNING, Relaxed);
+        sh.handoffs.fetch_add(1, Relaxed);
+        // Under the lock, as `pidleput_locked` hands a P to a waiter.
+        m.hand(pid, Spinning::No);
+        m.parker.unpark();
+        true
+    }
+
+    #[cold]
+    fn exitsyscall_slow(&self) {
+        let sh = &*self.shared;
+        let mut idle = sh.idle.lock();
+        if let Some(p) = sh.pidleget_locked(&mut idle) {
+            drop(idle);
+            self.acquirep(p);
+            // A fresh slice (Go's `execute` bumps `schedtick` when a G gets a P back): the G
+            // waited its turn, as a preempted G in Go waits on the global queue, and sysmon
+            // measures its next slice from here. Without this, a G whose P was retaken for
+            // overrunning its slice (a loop on blocking calls) found the slice still over on
+            // the P it got back, lost that P at its next syscall too, and crawled: the 2-P
+            // hand-off soak's blocking consumer fell from 39 000 values a second to 140.
+            self.start_slice();
+            return;
+        }
+        if sh.shutdown.load(Acquire) {
+            return;
+        }
+        // `pidleput` hands the next freed P to us (under the same lock).
+        idle.waiter_put(self.m.clone());
+        drop(idle);
+        loop {
+            self.m.parker.park();
+            let mut idle = sh.idle.lock();
+            if let Some((p, _)) = self.m.take_hand() {
+                drop(idle);
+                self.acquirep(p);
+                self.start_slice();
+                return;
+            }
+            if sh.shutdown.load(Acquire) {
+                idle.waiter_remove(&self.m);
+                return;
+            }
+        }
+    }
+}
+
+/// The M side of sysmon's watch: the poll count it reads, and giving up a P that sysmon
+/// detached while the M was stuck in a poll.
+impl MCtx {
+    /// Marks the start of a G's poll on this M's P: the P's poll count becomes a new odd
+    /// value. sysmon reads an odd count that has not moved since its last look as "one poll
+    /// has been running all along".
+    /// `goid` is the G about to be polled (0: the main future), for sysmon's reports.
+    #[inline]
+    pub(crate) fn poll_start(&self, goid: u64) {
+        // Read by sysmon and by `checkdead`'s activity count (which the loom models check).
+        if let Some(pid) = self.p.get() {
+            let st = &self.shared.ps[pid].stats;
+            st.curgoid.store(goid, Relaxed);
+            st.polls.store(st.polls.load(Relaxed).wrapping_add(2) | 1, Relaxed);
+        }
+    }
+
+    /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
+    /// that unwound leaves it odd only until the next start).
+    #[inline]
+    pub(crate) fn poll_end(&self) {
+        if let Some(pid) = self.p.get() {
+            let c = &self.shared.ps[pid].stats.polls;
+            c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);
+        }
+    }
+
+    /// After a poll: if sysmon detached our P while the poll blocked the thread (see
+    /// `sysmon::detach`), give it up as a spare. Its remaining Gs go to the global queue.
+    #[inline]
+    pub(crate) fn check_detached(&self, who: Option<Who>) {
+        let Some(pid) = self.p.get() else { return };
+        if self.shared.ps[pid].status.load(Acquire) == p::P_DETACHED {
+            self.drop_detached(pid, who);
+        }
+    }
+
+    #[cold]
+    fn drop_detached(&self, pid: usize, who: Option<Who>) {
+        let sh = &*self.shared;
+        let p = &sh.ps[pid];
+        report_blocked(sh, pid, who);
+        // This M still owns the ring (a detached P has no other owner).
+        self.with_core(|c| c.runq.drain(|g| sh.global.push(g)));
+        // No timer is left here to move: sysmon moved the heap when it detached the P, and an
+        // arming on a detached P moves itself (`timer`'s "Timers move with their P").
+        let mut idle = sh.idle.lock();
+        self.releasep();
+        p.status.store(p::P_SPARE, Release);
+        idle.spare_put(pid);
+        drop(idle);
+        // The Gs just queued globally need an M: ours has no P now.
+        sh.wakep();
+    }
+}
+
+/// The M whose P sysmon detached reports its G once the poll returned: one line on stderr per
+/// spawn location.
+pub(crate) fn report_blocked(sh: &Shared, pid: usize, who: Option<Who>) {
+    let since = sh.ps[pid].blocked_since.load(Relaxed);
+    let ms = sh.nanotime().saturating_sub(since) / 1_000_000;
+    let (whom, at) = match who {
+        Some(w) => (format!("G {} spawned at {}", w.goid, w.location), w.location),
+        None => ("the main G (block_on)".to_owned(), Location::caller()),
+    };
+    crate::config::warn_once_at("blocked poll", at, || {
+        format!(
+            "goro: {whom} blocked its thread for {ms}ms in one poll (asleep in a blocking call); its other Gs \
+             moved to another thread. Wrap blocking calls in goro::syscall"
+        )
+    });
 }
 
 /// About 3 µs of waiting for a running victim to take its own `runnext` (Go's `usleep(3)`; a real
@@ -692,6 +1001,16 @@ fn pause_for_runnext() {
         let start = std::time::Instant::now();
         while start.elapsed() < std::time::Duration::from_micros(3) {
             std::hint::spin_loop();
+        }
+    }
+}
+
+impl Drop for MCtx {
+    /// An M that stops with a P (at shutdown) gives its core back, so that shutdown finds
+    /// every P's free lists and queue.
+    fn drop(&mut self) {
+        if let Some(core) = self.core.get_mut().take() {
+            self.shared.ps[core.id()].put_core(core);
         }
     }
 }

@@ -23,7 +23,7 @@
 //! Under loom there is no mio: the poller is a parker that only timers would block on, and no
 //! model arms one (timers are modelled on their own in `loom_tests::timer`).
 
-use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
+use crate::loom::{fence, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use std::io;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
@@ -154,10 +154,11 @@ pub(crate) struct Netpoll {
     parker: crate::park::Parker,
     #[cfg(loom)]
     polling: AtomicBool,
-    /// Go's `sched.lastpoll`: 0 while an M is blocked in the poller.
-    pub(crate) lastpoll: AtomicU64,
+    /// Go's `sched.lastpoll`: 0 while an M is blocked in the poller, else when it was last
+    /// polled (see "The blocking poll" on [`Netpoll::claim_block`]).
+    lastpoll: AtomicU64,
     /// Go's `sched.pollUntil`: the deadline the blocked M sleeps until (0: no deadline).
-    pub(crate) poll_until: AtomicU64,
+    poll_until: AtomicU64,
     /// Go's `netpollWakeSig`: a wake-up is already pending.
     wake_sig: AtomicBool,
     /// Gs waiting for readiness (Go's `netpollWaiters`).
@@ -208,6 +209,70 @@ impl Netpoll {
             waiters: AtomicUsize::new(0),
             sources: Mutex::new(Sources::default()),
         })
+    }
+
+    /// The blocking poll, step 1: the idle M that would sleep in the poller until `until` (0:
+    /// no deadline) claims it (Go's `sched.lastpoll` swapped to 0). Only one M sleeps there:
+    /// if another does, the claim fails with the deadline that one sleeps until, so that the
+    /// caller can wake it if its own timer is earlier.
+    ///
+    /// The handshake with whoever adds an earlier timer ([`wake_sleeper_before`]): the claimer
+    /// publishes the claim, fences (`SeqCst`) and looks at the timers again before it sleeps;
+    /// the adder pushes its timer, fences and looks for a claim. One of the two sees the other.
+    ///
+    /// [`wake_sleeper_before`]: Netpoll::wake_sleeper_before
+    pub(crate) fn claim_block(&self, until: u64) -> Result<(), u64> {
+        if self.lastpoll.swap(0, SeqCst) == 0 {
+            return Err(self.poll_until.load(SeqCst));
+        }
+        self.poll_until.store(until, SeqCst);
+        Ok(())
+    }
+
+    /// The blocking poll, step 2: the claimer is awake again at `now`.
+    pub(crate) fn end_block(&self, now: u64) {
+        self.poll_until.store(0, SeqCst);
+        self.lastpoll.store(now, SeqCst);
+    }
+
+    /// Go's `wakeNetPoller`'s look: a timer due at `when` became the earliest of its heap. If an
+    /// M sleeps in the poller past `when`, wake it (it will sleep again with the new deadline).
+    /// Returns whether an M sleeps in the poller: if none does, the caller makes sure an M looks
+    /// for work (it will see the timer before it sleeps).
+    pub(crate) fn wake_sleeper_before(&self, when: u64) -> bool {
+        // Pairs with the claimer's fence between its claim and its last look at the timers.
+        fence(SeqCst);
+        if self.lastpoll.load(SeqCst) != 0 {
+            return false;
+        }
+        let until = self.poll_until.load(SeqCst);
+        if until == 0 || until > when {
+            self.wake();
+        }
+        true
+    }
+
+    /// Whether `findrunnable` should poll without blocking: some G waits for I/O and no M
+    /// sleeps in the poller (which would deliver it).
+    pub(crate) fn nonblocking_poll_due(&self) -> bool {
+        self.any_waiters() && self.lastpoll.load(Relaxed) != 0
+    }
+
+    /// sysmon's poll: if Gs wait on I/O and nobody has polled for `age` nanos (every M busy),
+    /// poll without blocking into `out`; `now` is the runtime's clock. Returns whether it polled.
+    pub(crate) fn poll_if_stale(&self, age: u64, now: impl Fn() -> u64, out: &mut Vec<Waker>) -> bool {
+        if !self.any_waiters() {
+            return false;
+        }
+        let last = self.lastpoll.load(SeqCst);
+        if last == 0 || last + age > now() {
+            return false;
+        }
+        if !self.poll(Some(Duration::ZERO), out) {
+            return false;
+        }
+        self.lastpoll.store(now(), SeqCst);
+        true
     }
 
     /// Whether some G waits for I/O readiness (Go's `netpollAnyWaiters`).

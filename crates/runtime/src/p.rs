@@ -1,17 +1,25 @@
 //! P: a processor, the right to run Gs (Go's `p`). There are exactly `max_procs` of them; an M
 //! must hold one to run Gs.
 //!
-//! A P's run queue is shared with thieves (lock-free, see [`runq`](crate::runq)). Everything
-//! else of a P (`PLocal`) belongs to whichever M holds the P: ownership moves only through the
-//! idle-P list under the scheduler lock (or a hand-off under the same lock), which orders one
-//! owner's accesses before the next's. Counters that metrics read are atomics written only by the
-//! owner (a relaxed load and store, no read-modify-write).
+//! A P has two halves. [`P`] is what every thread may look at: its status, the shared half of
+//! its run queue (thieves steal from it), its timers, the flags sysmon raises and the counters
+//! it reads. [`PCore`] is what only the P's owner touches: the owner's half of the run queue,
+//! the free G lists, the batch of finished Gs, `schedtick`, the `runnext` streak, the goid
+//! cache and the random state. Owning a P *is* holding its `Box<PCore>` (as a tokio worker
+//! owns its `Box<Core>`): an M takes it out of the P's [`CoreSlot`] when it acquires the P
+//! (`acquirep`) and puts it back when it lets the P go (`releasep`, `entersyscall`), and who
+//! gets to take it is decided as before, by the idle-P list under the scheduler lock or by the
+//! status CAS of a syscall return against sysmon's retake. So "this M owns P `p`" is a value
+//! the M holds, and every owner-only access is a safe `&mut` method on it.
+//!
+//! Counters that metrics read are atomics written only by the owner (a relaxed load and store,
+//! no read-modify-write).
 
-use crate::g::allgs::DeadGs;
+use crate::g::allgs::{DeadGs, GOID_BATCH};
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*, UnsafeCell};
-use crate::runq::LocalQueue;
+use crate::loom::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use crate::runq::{self, Local, Steal};
 use crate::timer::TimerHeap;
 use crossbeam_utils::CachePadded;
 
@@ -36,17 +44,13 @@ pub(crate) fn in_use(status: u8) -> bool {
     matches!(status, P_IDLE | P_RUNNING | P_SYSCALL)
 }
 
-/// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
-pub(crate) const GOID_BATCH: u64 = 16;
-
 pub(crate) struct P {
     pub(crate) id: usize,
-    pub(crate) runq: LocalQueue<Header>,
+    /// The shared half of the run queue (the owner's is in [`PCore`]).
+    pub(crate) runq: Steal<Header>,
     pub(crate) status: AtomicU8,
-    /// This P's timers (Go's `p.timers`), and the deadline at the top of the heap (Go's
-    /// `p.timer0When`; 0: none), which lets `schedule` skip the heap lock and the clock.
+    /// This P's timers (Go's `p.timers`, with `p.timer0When` inside).
     pub(crate) timers: TimerHeap,
-    pub(crate) timer0: AtomicU64,
     /// Set by sysmon when the running G has had the P for a whole time slice (10 ms): goro's
     /// yield points then return `Pending` once (see `coop`).
     pub(crate) preempt: AtomicBool,
@@ -59,18 +63,16 @@ pub(crate) struct P {
     pub(crate) blocked_since: AtomicU64,
     /// The kernel thread id of the M holding the P (Linux; 0 if unknown), for sysmon.
     pub(crate) tid: AtomicU32,
-    local: UnsafeCell<PLocal>,
+    /// The owner-only half while nobody owns the P.
+    core: CoreSlot,
     pub(crate) stats: CachePadded<PStats>,
 }
 
-// SAFETY: `local` is only accessed by the M that owns the P (see the module docs); all else is
-// atomic.
-unsafe impl Sync for P {}
-// SAFETY: as above; `PLocal`'s free-list blocks are plain memory.
-unsafe impl Send for P {}
-
-/// The owner-only part of a P.
-pub(crate) struct PLocal {
+/// The owner-only half of a P (see the module docs), held by the M that owns the P.
+pub(crate) struct PCore {
+    id: usize,
+    /// The owner's half of the run queue.
+    pub(crate) runq: Local<Header>,
     /// Incremented each time a G is scheduled with a fresh time slice (Go's `schedtick`).
     pub(crate) schedtick: u32,
     /// Consecutive Gs taken from `runnext` while the ring had work (see `runqget`).
@@ -93,7 +95,7 @@ pub(crate) struct PStats {
     pub(crate) global_runq_polls: AtomicU64,
     pub(crate) local_runq_overflows: AtomicU64,
     pub(crate) gfree_reused: AtomicU64,
-    /// A copy of `schedtick` for sysmon, which must not touch `PLocal`.
+    /// A copy of `schedtick` for sysmon, which cannot reach `PCore`.
     pub(crate) schedtick: AtomicU32,
     /// G polls run on this P (sysmon: an unchanged count means one poll is still running).
     pub(crate) polls: AtomicU64,
@@ -102,7 +104,7 @@ pub(crate) struct PStats {
     pub(crate) curgoid: AtomicU64,
     /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
     pub(crate) syscalltick: AtomicU64,
-    /// Gs in `PLocal::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts
+    /// Gs in `PCore::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts
     /// them).
     pub(crate) dead_pending: AtomicU64,
 }
@@ -113,19 +115,49 @@ pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
+/// Where a P's [`PCore`] waits while no M owns the P (idle, in a syscall, spare): one
+/// pointer, swapped atomically, so exactly one taker gets the core.
+struct CoreSlot(AtomicPtr<PCore>);
+
+impl CoreSlot {
+    fn new(core: Box<PCore>) -> CoreSlot {
+        CoreSlot(AtomicPtr::new(Box::into_raw(core)))
+    }
+
+    fn take(&self) -> Option<Box<PCore>> {
+        let ptr = self.0.swap(std::ptr::null_mut(), Acquire);
+        // SAFETY: a non-null pointer in the slot came from `Box::into_raw` (`new`, `put`) and the
+        // swap took it out: nobody else can have it.
+        (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
+    }
+
+    fn put(&self, core: Box<PCore>) {
+        let old = self.0.swap(Box::into_raw(core), Release);
+        assert!(old.is_null(), "goro: a P's core put back while another copy was there");
+    }
+}
+
+impl Drop for CoreSlot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
 impl P {
     pub(crate) fn new(id: usize) -> P {
+        let (local, steal) = runq::new();
         P {
             id,
-            runq: LocalQueue::new(),
+            runq: steal,
             status: AtomicU8::new(P_IDLE),
             timers: TimerHeap::new(),
-            timer0: AtomicU64::new(0),
             preempt: AtomicBool::new(false),
             fairness_due: AtomicBool::new(false),
             blocked_since: AtomicU64::new(0),
             tid: AtomicU32::new(0),
-            local: UnsafeCell::new(PLocal {
+            core: CoreSlot::new(Box::new(PCore {
+                id,
+                runq: local,
                 schedtick: 0,
                 runnext_streak: 0,
                 gfree: LocalFree::default(),
@@ -133,24 +165,36 @@ impl P {
                 goid_next: 0,
                 goid_end: 0,
                 rng: 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
-            }),
+            })),
             stats: CachePadded::new(PStats::default()),
         }
     }
 
-    /// Runs `f` on the owner-only state.
-    ///
-    /// # Safety
-    /// The calling thread must own the P, and `f` must not re-enter `with_local` of the same P
-    /// (it must not poll Gs or drop them).
-    #[inline]
-    pub(crate) unsafe fn with_local<R>(&self, f: impl FnOnce(&mut PLocal) -> R) -> R {
-        // SAFETY: caller contract: exclusive, non-reentrant access.
-        self.local.with_mut(|l| f(unsafe { &mut *l }))
+    /// Takes the P's owner-only half: the caller owns the P from now on. The caller won the
+    /// right to (it took the P off the idle list, won the syscall CAS, or is the only thread
+    /// left); a missing core means two Ms think they own the P, a scheduler bug.
+    pub(crate) fn take_core(&self) -> Box<PCore> {
+        self.core.take().unwrap_or_else(|| panic!("goro: P {} acquired while another M holds it", self.id))
+    }
+
+    /// Takes the core if it is there (shutdown, when no M runs any more).
+    pub(crate) fn try_take_core(&self) -> Option<Box<PCore>> {
+        self.core.take()
+    }
+
+    /// Gives the owner-only half back: the caller no longer owns the P.
+    pub(crate) fn put_core(&self, core: Box<PCore>) {
+        debug_assert_eq!(core.id, self.id, "goro: a core put back into another P");
+        self.core.put(core);
     }
 }
 
-impl PLocal {
+impl PCore {
+    /// The P this is the core of.
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
+
     /// Go's `goid` allocation: from the P's cache, refilled from the runtime counter.
     pub(crate) fn next_goid(&mut self, gen: &AtomicU64) -> u64 {
         if self.goid_next == self.goid_end {
@@ -224,15 +268,12 @@ mod tests {
     #[test]
     fn goids_are_unique_across_ps() {
         let gen = AtomicU64::new(1);
-        let a = P::new(0);
-        let b = P::new(1);
+        let (a, b) = (P::new(0), P::new(1));
+        let (mut a, mut b) = (a.take_core(), b.take_core());
         let mut ids = Vec::new();
         for _ in 0..40 {
-            // SAFETY: this test thread is the only user of both Ps.
-            unsafe {
-                ids.push(a.with_local(|l| l.next_goid(&gen)));
-                ids.push(b.with_local(|l| l.next_goid(&gen)));
-            }
+            ids.push(a.next_goid(&gen));
+            ids.push(b.next_goid(&gen));
         }
         ids.sort();
         ids.dedup();

@@ -21,38 +21,13 @@
 //! outside goro's Gs go to the previous hook unchanged.
 
 use crate::g::JoinError;
-use crate::sched::Shared;
 use std::backtrace::{Backtrace, BacktraceStatus};
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::panic::PanicHookInfo;
 use std::sync::Once;
 
-/// What to do with a G's panic that no `JoinHandle` observed (`Builder::unhandled_panic`).
-///
-/// ```
-/// use goro::UnhandledPanic;
-/// let rt = goro::Builder::new().unhandled_panic(UnhandledPanic::ShutdownRuntime).build().unwrap();
-/// let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-///     rt.block_on(async {
-///         drop(goro::go(async { panic!("boom") })); // detached: nothing will observe it
-///         std::future::pending::<()>().await; // main would wait forever
-///     })
-/// }));
-/// assert_eq!(*ended.unwrap_err().downcast::<&str>().unwrap(), "boom");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum UnhandledPanic {
-    /// Print it in Go's shape and go on (the default of `goro::run` and `Builder`): the other
-    /// Gs and main keep running.
-    #[default]
-    Ignore,
-    /// Print it, then end the run with it, as Go does: `block_on` (and `goro::run`) resumes the
-    /// G's panic in the calling thread, a `#[goro::main]` program exits with status 2, a
-    /// `#[goro::test]` fails with the G's panic (both use this policy).
-    ShutdownRuntime,
-}
+pub use crate::config::UnhandledPanic;
 
 /// A panic that happened inside a G's poll, as the hook saw it.
 pub(crate) struct Origin {
@@ -70,7 +45,7 @@ thread_local! {
 /// the hook asks, so the poll itself pays nothing.
 #[cfg(not(loom))]
 fn in_g() -> bool {
-    crate::context::with(|ctx| ctx.is_some_and(|c| c.curg.get().is_some()))
+    crate::m::current(|ctx| ctx.is_some_and(|c| c.curg.get().is_some()))
 }
 
 /// Under loom the hook also sees panics raised outside a model's execution (the generator
@@ -147,9 +122,9 @@ fn push_backtrace(s: &mut String, bt: &Backtrace) {
 }
 
 /// A G's panic that nothing will observe (`err` is its `JoinError`, dropped unread): prints it
-/// in Go's shape, and ends the run if `sh` was built to. Returns the error back if the run
-/// ends with its payload (the caller hands it to `fatal`).
-pub(crate) fn unobserved(sh: &Shared, parent: u64, err: JoinError) {
+/// in Go's shape. (Whether the run then ends is the runtime's policy: see
+/// `Schedule::unobserved`.)
+pub(crate) fn report_unobserved(parent: u64, err: &JoinError) {
     let mut s = format!("panic: {}", err.panic_message());
     match err.origin() {
         Some(o) => {
@@ -167,9 +142,6 @@ pub(crate) fn unobserved(sh: &Shared, parent: u64, err: JoinError) {
         }
     }
     eprint!("{s}");
-    if sh.config.unhandled_panic == UnhandledPanic::ShutdownRuntime {
-        crate::fatal::end_run(sh, crate::fatal::Ending::Panic(err.into_panic()));
-    }
 }
 
 impl Origin {

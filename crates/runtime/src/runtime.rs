@@ -2,9 +2,9 @@
 //! process-wide queries [`max_procs`] and [`num_goroutine`].
 
 use crate::config::{self, Config, ThreadHook};
-use crate::context;
 use crate::g::{self, JoinHandle};
-use crate::m::{Found, MCtx, MainState, M};
+use crate::idle::M;
+use crate::m::{Found, MCtx, MainState};
 use crate::metrics::Metrics;
 pub use crate::panics::UnhandledPanic;
 use crate::sched::Shared;
@@ -322,9 +322,9 @@ impl Runtime {
         let main = StdArc::new(MainState::new(m.clone(), shared, Location::caller()));
         shared.mains.lock().push(main.clone());
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
-        let _enter = context::enter(&ctx);
-        let _own = crate::checkdead::OwnThread::enter();
-        shared.ensure_sysmon();
+        let _enter = crate::m::enter(&ctx);
+        let _own = crate::threads::OwnThread::enter();
+        crate::sysmon::ensure_started(shared);
         shared.nmains.fetch_add(1, Relaxed);
         if let Some(p) = shared.pidleget() {
             ctx.acquirep(p);
@@ -339,7 +339,7 @@ impl Runtime {
                 // M had none, take an idle one if there is. Without it, everything main does
                 // meanwhile would run off-P: each `go` a fresh allocation pushed to the global
                 // queue instead of a recycled block in this P's queue (W1 3x slower).
-                if ctx.p.get().is_none() {
+                if ctx.p().is_none() {
                     if let Some(p) = shared.pidleget() {
                         ctx.acquirep(p);
                     }
@@ -365,7 +365,7 @@ impl Runtime {
             match ctx.schedule() {
                 Found::Main => {}
                 Found::Shutdown => ctx.m.parker.park(),
-                Found::Ended => match crate::fatal::take_ending(shared) {
+                Found::Ended => match shared.fatal.take() {
                     crate::fatal::Ending::Deadlock(report) => panic!("{report}"),
                     crate::fatal::Ending::Panic(payload) => std::panic::resume_unwind(payload),
                 },
@@ -387,6 +387,7 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        crate::sysmon::ensure_started(&self.shared);
         self.shared.spawn(future, Location::caller())
     }
 
@@ -410,7 +411,7 @@ impl Runtime {
     /// stable API.
     #[doc(hidden)]
     pub fn has_ended(&self) -> bool {
-        self.shared.ended.load(Acquire)
+        self.shared.fatal.has_ended()
     }
 
     /// Marks G `id` as the program's main G (for the dump). Not part of the stable API.
@@ -426,7 +427,7 @@ impl Runtime {
     #[doc(hidden)]
     pub fn poll_ending(&self, cx: &mut Context<'_>) -> Poll<crate::fatal::Ending> {
         self.shared.main_waiting.store(true, Release);
-        match crate::fatal::poll_ending(&self.shared, cx.waker()) {
+        match self.shared.fatal.poll(cx.waker()) {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,
         }
@@ -463,7 +464,7 @@ impl Runtime {
 
     fn shutdown(&mut self) {
         let sh = &*self.shared;
-        let on_own_m = context::with(|c| c.is_some_and(|c| std::ptr::eq(&*c.shared, sh) && !c.is_main()));
+        let on_own_m = crate::m::current(|c| c.is_some_and(|c| std::ptr::eq(&*c.shared, sh) && !c.is_main()));
         if on_own_m {
             // Joining our own thread would deadlock. Ms still stop; Gs are left to their refs.
             sh.shutdown.store(true, SeqCst);
@@ -477,7 +478,7 @@ impl Runtime {
         crate::loom::fence(SeqCst);
         {
             let idle = sh.idle.lock();
-            for m in idle.midle.iter().chain(idle.syscall_waiters.iter()) {
+            for m in idle.sleeping_ms() {
                 m.parker.unpark();
             }
         }
@@ -491,29 +492,30 @@ impl Runtime {
                 let _ = t.join();
             }
         }
-        // Taken out of the lock first: sysmon's own last round may look at the scheduler.
-        let sysmon = sh.sysmon.thread.lock().take();
-        if let Some(s) = sysmon {
-            s.stop(sh);
-        }
+        crate::sysmon::stop(sh);
         // Nothing polls the netpoller any more: an operation on one of its sockets (kept out
         // of the runtime, or in a G destructor below) fails now instead of waiting forever.
         sh.netpoll.shutdown();
         // No M runs now. Drop every G still alive, inside the runtime's context (with no P) so
         // that destructors which spawn or wake find a runtime that refuses politely.
         let ctx = MCtx::new(self.shared.clone(), StdArc::new(M::new()), None);
-        let _enter = context::enter(&ctx);
-        // SAFETY: no M runs. Finished Gs leave the list first, so the drain meets only live ones.
-        unsafe { sh.flush_all_dead() };
-        // SAFETY (all three): no M runs, and each G handed to us comes with a reference we own.
+        let _enter = crate::m::enter(&ctx);
+        // Finished Gs leave the list first, so the drain meets only live ones.
+        sh.flush_all_dead();
+        // SAFETY: no M runs, and each G handed to us comes with the list's reference.
         sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
         for p in sh.ps.iter() {
-            p.runq.drain(|g| unsafe { g::drop_ref(g) });
+            // No M runs: every core is back in its P.
+            if let Some(mut core) = p.try_take_core() {
+                // SAFETY: each G in a run queue comes with the queue's reference, ours now.
+                core.runq.drain(|g| unsafe { g::drop_ref(g) });
+                core.gfree.free_all();
+                p.put_core(core);
+            }
         }
+        // SAFETY: as above, for the global queue.
         sh.global.drain(|g| unsafe { g::drop_ref(g) });
         for p in sh.ps.iter() {
-            // SAFETY: no M runs, so this thread is the only user of every P.
-            unsafe { p.with_local(|l| l.gfree.free_all()) };
             // Pending timers hold the runtime (through their actions' Gs and channels).
             p.timers.clear();
         }
@@ -609,9 +611,9 @@ where
     F::Output: Send + 'static,
 {
     let location = Location::caller();
-    context::with(|ctx| {
+    crate::m::current(|ctx| {
         match ctx {
-        Some(ctx) => ctx.shared.spawn(future, location),
+        Some(ctx) => ctx.spawn(future, location),
         #[cfg(loom)]
         None if crate::model::active() => crate::model::go(future, location),
         None => panic!(
@@ -645,7 +647,7 @@ macro_rules! go {
 /// assert_eq!(rt.block_on(async { goro::max_procs() }), 3);
 /// ```
 pub fn max_procs() -> usize {
-    context::with(|ctx| ctx.map(|c| c.shared.procs)).unwrap_or_else(config::default_max_procs)
+    crate::m::current(|ctx| ctx.map(|c| c.shared.procs)).unwrap_or_else(config::default_max_procs)
 }
 
 /// The number of live Gs in the current runtime, main included (Go's
@@ -661,7 +663,7 @@ pub fn num_goroutine() -> usize {
     if let Some(n) = crate::model::num_goroutine() {
         return n;
     }
-    context::with(|ctx| ctx.map_or(0, |c| c.shared.num_goroutine()))
+    crate::m::current(|ctx| ctx.map_or(0, |c| c.shared.num_goroutine()))
 }
 
 /// The counters of the current runtime (Go's `runtime/metrics`).
@@ -677,7 +679,7 @@ pub fn num_goroutine() -> usize {
 /// # Panics
 /// Outside a goro runtime; use [`Runtime::metrics`] there.
 pub fn metrics() -> Metrics {
-    context::with(|ctx| match ctx {
+    crate::m::current(|ctx| match ctx {
         Some(c) => Metrics::collect(&c.shared),
         None => panic!("goro::runtime::metrics called outside a goro runtime; use Runtime::metrics"),
     })
@@ -708,7 +710,7 @@ pub fn goroutines() -> Vec<crate::Goroutine> {
     if let Some(gs) = crate::model::goroutines() {
         return gs;
     }
-    context::with(|ctx| match ctx {
+    crate::m::current(|ctx| match ctx {
         Some(c) => crate::traceback::goroutines_of(&c.shared),
         None => panic!("goro::runtime::goroutines called outside a goro runtime; use Runtime::goroutines"),
     })
@@ -744,7 +746,7 @@ pub fn dump() -> String {
     if let Some(d) = crate::model::dump() {
         return d;
     }
-    context::with(|ctx| match ctx {
+    crate::m::current(|ctx| match ctx {
         Some(c) => crate::traceback::dump_of(&c.shared),
         None => panic!("goro::runtime::dump called outside a goro runtime; use Runtime::dump"),
     })
@@ -766,7 +768,7 @@ pub fn set_wait_reason(reason: crate::g::WaitReason) {
     if crate::model::set_wait_reason(reason) {
         return;
     }
-    context::with(|ctx| {
+    crate::m::current(|ctx| {
         if let Some(ctx) = ctx {
             ctx.with_wait_reason(|slot| slot.store(reason as u8, Relaxed));
         }
@@ -788,5 +790,5 @@ pub fn set_wait_reason(reason: crate::g::WaitReason) {
 /// });
 /// ```
 pub fn current_proc_index() -> Option<usize> {
-    context::with(|ctx| ctx.and_then(|c| c.p.get()))
+    crate::m::current(|ctx| ctx.and_then(|c| c.p()))
 }

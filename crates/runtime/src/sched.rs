@@ -25,18 +25,21 @@
 //!
 //! The loom models in `loom_tests::sched` run these paths against each other.
 
+use crate::fatal::{Ending, Fatal};
 use crate::g::allgs::AllGs;
 use crate::g::gfree::GlobalFree;
 use crate::g::raw::{self, Header};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::globrunq::GlobalQueue;
+pub(crate) use crate::idle::Spinning;
+use crate::idle::{Idle, Locked};
 use crate::loom::{fence, thread, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering::*};
-use crate::m::{self, M};
+
+use crate::config::Config;
 use crate::netpoll::Netpoll;
-use crate::p::{self, RandomOrder, P, P_DETACHED, P_IDLE};
+use crate::p::{self, RandomOrder, P, P_IDLE};
 use crate::park::Parker;
-use crate::timer::Nanos;
-use crate::{config::Config, context};
+use crate::timer::{Heaps, Nanos, TimerHeap};
 use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::panic::Location;
@@ -49,7 +52,7 @@ fn spare_slots(procs: usize) -> usize {
     (4 * procs).clamp(8, 256)
 }
 
-/// Where [`Shared::runqput`] puts a G in the current P's queue (Go's `next` argument), and
+/// Where [`MCtx::runqput`](crate::m::MCtx::runqput) puts a G in the current P's queue (Go's `next` argument), and
 /// whether an idle P is woken for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Put {
@@ -64,20 +67,6 @@ pub(crate) enum Put {
     Back,
 }
 
-/// The idle lists, under the scheduler lock (Go's `sched.lock`).
-pub(crate) struct Idle {
-    /// Idle Ps (Go's `sched.pidle`).
-    pub(crate) pidle: Vec<usize>,
-    /// Sleeping Ms (Go's `sched.midle`).
-    pub(crate) midle: Vec<StdArc<M>>,
-    /// Ms back from a syscall whose P was retaken, waiting for one: an idle P goes to them
-    /// first (Go puts their G on the global queue instead; a future cannot leave its M
-    /// mid-poll, so the M waits).
-    pub(crate) syscall_waiters: Vec<StdArc<M>>,
-    /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
-    pub(crate) spare: Vec<usize>,
-}
-
 /// The part of sysmon the scheduler talks to.
 pub(crate) struct SysmonShared {
     /// Set while sysmon sleeps until woken (every P idle); whoever takes an idle P wakes it.
@@ -86,11 +75,11 @@ pub(crate) struct SysmonShared {
     pub(crate) stop: AtomicBool,
     /// Set once sysmon's thread was started (lazily: with the runtime's first work).
     pub(crate) started: AtomicBool,
-    pub(crate) thread: Mutex<Option<crate::sysmon::Sysmon>>,
+    pub(crate) thread: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 pub(crate) struct Shared {
-    /// `procs` Ps in use at any time, plus spare slots (see `Idle::spare`).
+    /// `procs` Ps in use at any time, plus spare slots (see `idle`'s spare list).
     pub(crate) ps: Box<[P]>,
     pub(crate) procs: usize,
     /// P slots ever used: `procs`, plus the spares that have replaced a detached P.
@@ -99,11 +88,9 @@ pub(crate) struct Shared {
     pub(crate) global: GlobalQueue<Header>,
     pub(crate) allgs: AllGs,
     pub(crate) gfree: GlobalFree,
-    pub(crate) idle: Mutex<Idle>,
-    pub(crate) npidle: CachePadded<AtomicUsize>,
-    pub(crate) nmspinning: CachePadded<AtomicUsize>,
-    /// Ms sleeping in `stopm` (for schedtrace and metrics).
-    pub(crate) nmidle: AtomicUsize,
+    /// The idle Ps and Ms, the spinning count, the syscall waiters, the spare slots, and the
+    /// scheduler lock over them (see `idle`).
+    pub(crate) idle: Idle,
     pub(crate) shutdown: AtomicBool,
     pub(crate) goidgen: AtomicU64,
     pub(crate) config: Config,
@@ -121,9 +108,6 @@ pub(crate) struct Shared {
     /// how many of them were spinning ones (see `Metrics::thread_wakeups`).
     pub(crate) thread_wakeups: AtomicU64,
     pub(crate) spinning_wakeups: AtomicU64,
-    /// `Idle::syscall_waiters.len()`, readable without the lock: `findrunnable` looks at it
-    /// every 61st tick to give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
-    pub(crate) syscall_waiting: AtomicUsize,
     /// Gs spawned by threads holding no P of this runtime (the Ps count the others).
     pub(crate) spawned_off_p: AtomicU64,
     pub(crate) start: Instant,
@@ -143,8 +127,7 @@ pub(crate) struct Shared {
     pub(crate) main_polls: AtomicU64,
     /// Set once the run ended early (a deadlock, an unhandled panic), with the reason: see
     /// `fatal`.
-    pub(crate) ended: AtomicBool,
-    pub(crate) fatal: Mutex<crate::fatal::Fatal>,
+    pub(crate) fatal: Fatal,
     /// Set while a thread waits for the runtime's main G (`Runtime::poll_ending`).
     pub(crate) main_waiting: AtomicBool,
     /// Milliseconds since the runtime started, updated by sysmon every round: the clock of
@@ -165,16 +148,8 @@ impl Shared {
             global: GlobalQueue::new(),
             allgs: AllGs::new(procs),
             gfree: GlobalFree::default(),
-            // Popped from the back: P0 is handed out first.
-            idle: Mutex::new(Idle {
-                pidle: (0..procs).rev().collect(),
-                midle: Vec::new(),
-                syscall_waiters: Vec::new(),
-                spare: (procs..slots).rev().collect(),
-            }),
-            npidle: CachePadded::new(AtomicUsize::new(procs)),
-            nmspinning: CachePadded::new(AtomicUsize::new(0)),
-            nmidle: AtomicUsize::new(0),
+            // P0 is handed out first.
+            idle: Idle::new(procs, slots),
             shutdown: AtomicBool::new(false),
             goidgen: AtomicU64::new(1),
             config,
@@ -186,7 +161,6 @@ impl Shared {
             handoffs: AtomicU64::new(0),
             thread_wakeups: AtomicU64::new(0),
             spinning_wakeups: AtomicU64::new(0),
-            syscall_waiting: AtomicUsize::new(0),
             spawned_off_p: AtomicU64::new(0),
             start: Instant::now(),
             netpoll: Netpoll::new()?,
@@ -202,8 +176,7 @@ impl Shared {
             timer_home: AtomicUsize::new(0),
             main_goid: AtomicU64::new(0),
             main_polls: AtomicU64::new(0),
-            ended: AtomicBool::new(false),
-            fatal: Mutex::new(crate::fatal::Fatal::default()),
+            fatal: Fatal::default(),
             main_waiting: AtomicBool::new(false),
             coarse_ms: CachePadded::new(AtomicU32::new(0)),
         })
@@ -260,24 +233,13 @@ impl Shared {
     /// asleep in the netpoller past `when`, wake it so it sleeps again with the new deadline;
     /// if none is, make sure an M is looking for work (it will see the timer before it sleeps).
     pub(crate) fn wake_netpoller(&self, when: Nanos) {
-        // Pairs with the fence between publishing `lastpoll = 0` and the last look at the
-        // timers in `findrunnable`: either the sleeper sees this timer, or we see it asleep.
-        fence(SeqCst);
-        if self.netpoll.lastpoll.load(SeqCst) == 0 {
-            let until = self.netpoll.poll_until.load(SeqCst);
-            if until == 0 || until > when {
-                self.netpoll.wake();
-            }
-        } else {
+        if !self.netpoll.wake_sleeper_before(when) {
             self.wakep();
         }
     }
 
-    /// `newproc`: creates a G running `future` and makes it runnable.
-    ///
-    /// On an M of this runtime with a P, the G goes to that P's `runnext` (Go does the same: a
-    /// new G runs soon, on the P that created it, warm in cache), and another M is woken to
-    /// steal the rest. Anywhere else it goes to the global queue.
+    /// `newproc` from any thread: on an M of this runtime, [`MCtx::spawn`](crate::m::MCtx::spawn)
+    /// (the G goes to that M's P); anywhere else, [`spawn_off_p`](Self::spawn_off_p).
     pub(crate) fn spawn<F>(
         self: &StdArc<Self>,
         future: F,
@@ -287,50 +249,56 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let g = context::with(|ctx| {
-            let parent = context::current_goid(ctx, self);
-            match context::current_p_of(ctx, self) {
-                Some(pid) => {
-                    let p = &self.ps[pid];
-                    // SAFETY: this thread owns `p`; allocation polls and drops nothing.
-                    let (g, reused) = unsafe {
-                        p.with_local(|l| {
-                            let goid = l.next_goid(&self.goidgen);
-                            raw::allocate(future, self, goid, parent, location, Some(&mut l.gfree))
-                        })
-                    };
-                    p::bump(&p.stats.spawned, 1);
-                    if reused {
-                        p::bump(&p.stats.gfree_reused, 1);
-                    }
-                    g
-                }
-                None => {
-                    self.spawned_off_p.fetch_add(1, Relaxed);
-                    let goid = self.goidgen.fetch_add(1, Relaxed);
-                    raw::allocate(future, self, goid, parent, location, None).0
-                }
-            }
-        });
-        if !self.allgs.insert(g) {
-            // Shutting down: the G never runs. `shutdown` consumes the list's reference (never
-            // handed to a list), `drop_ref` the run queue's; the JoinHandle's remains.
-            // SAFETY: we own those references and no M will see this G.
-            unsafe {
-                g::shutdown(g);
-                g::drop_ref(g);
-            }
-        } else {
-            self.runqput(g, Put::Spawn);
+        crate::m::current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, &**self)) {
+            Some(ctx) => ctx.spawn(future, location),
+            None => self.spawn_off_p(future, raw::NO_PARENT, location),
+        })
+    }
+
+    /// `newproc` by a thread holding no P of this runtime: a fresh allocation, a goid from the
+    /// runtime's counter, and the global queue.
+    pub(crate) fn spawn_off_p<F>(
+        self: &StdArc<Self>,
+        future: F,
+        parent: u64,
+        location: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawned_off_p.fetch_add(1, Relaxed);
+        let goid = self.goidgen.fetch_add(1, Relaxed);
+        let (g, _) = raw::allocate(future, self, &self.gfree, goid, parent, location, None);
+        if self.admit(g) {
+            self.globrunqput(g);
         }
         // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
         unsafe { JoinHandle::from_raw(g) }
     }
 
+    /// Lists a new G in `allgs`; `false` if the runtime is shutting down, in which case the G is
+    /// cancelled at once and never runs.
+    pub(crate) fn admit(&self, g: GPtr) -> bool {
+        if self.allgs.insert(g) {
+            return true;
+        }
+        // `shutdown` consumes the list's reference (never handed to a list), `drop_ref` the run
+        // queue's; the JoinHandle's remains.
+        // SAFETY: we own those references and no M will see this G.
+        unsafe {
+            g::shutdown(g);
+            g::drop_ref(g);
+        }
+        false
+    }
+
     /// `goready`: a waker found `g` waiting and made it runnable; the queue reference is ours.
     ///
-    /// Woken on an M of this runtime, it goes to that P's `runnext`, so a channel send wakes
-    /// its receiver straight into the next slot and a ping-pong pair stays on one P.
+    /// Woken on an M of this runtime, it goes to that P's `runnext`
+    /// ([`MCtx::runqput`](crate::m::MCtx::runqput)), so a channel send wakes its receiver straight
+    /// into the next slot and a ping-pong pair stays on one P; anywhere else, to the global
+    /// queue ([`globrunqput`](Self::globrunqput)).
     ///
     /// Go's `ready` then always calls `wakep`, so that a woken G never waits for its waker to
     /// finish computing while a P idles: the spinning M steals `runnext` from a P that is
@@ -346,53 +314,30 @@ impl Shared {
     /// (goro once woke a P only on displacement, as tokio does for its LIFO slot, and such a
     /// G waited for the whole computation.)
     pub(crate) fn ready(&self, g: GPtr) {
-        self.runqput(g, Put::Next);
+        crate::m::current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, self)) {
+            Some(ctx) => ctx.runqput(g, Put::Next),
+            None => self.globrunqput(g),
+        })
     }
 
-    /// Go's `runqput` on the current P if this thread holds one of ours, then `wakep` if there
-    /// is stealable work (a G in the ring; a G alone in `runnext` is sysmon's to watch, see
-    /// [`ready`](Self::ready)), and always for a spawn ([`Put::Spawn`]), as Go's `newproc` does.
-    /// On a thread holding no P of ours (a tokio worker, a plain thread, sysmon, an M without
-    /// a P), `globrunqput` then [`start_idle`](Self::start_idle), as Go's `injectglist` does.
-    ///
-    /// A P that sysmon detached (its M is stuck in a poll that blocks the thread) cannot run
-    /// its queue: a G made runnable by that stuck poll (a blocking receive that frees a
-    /// sender, a spawn) goes to the global queue instead, where a running P finds it.
-    pub(crate) fn runqput(&self, g: GPtr, put: Put) {
-        let local = context::with(|ctx| context::current_p_of(ctx, self))
-            .filter(|&pid| self.ps[pid].status.load(Relaxed) != P_DETACHED);
-        let Some(pid) = local else {
-            self.global.push(g);
-            // Pairs with the fence after shutdown's store of its flag (see below), and orders
-            // the push before `start_idle`'s read of `npidle` (see the module docs).
-            fence(SeqCst);
-            if self.shutdown.load(SeqCst) {
-                // Shutdown may have drained the global queue already: drain it again, or this
-                // G's queue reference would keep it (and the runtime) alive forever. Shutdown
-                // stores the flag, fences, then drains; we push, fence, then load the flag: one
-                // of the two drains sees the G.
-                // SAFETY: every G in the queue comes with the queue's reference.
-                self.global.drain(|g| unsafe { g::drop_ref(g) });
-                return;
-            }
-            self.start_idle();
+    /// Go's `globrunqput` by a thread holding no P of ours (a tokio worker, a plain thread,
+    /// sysmon, an M without a P, or one whose P sysmon detached), then
+    /// [`start_idle`](Self::start_idle), as Go's `injectglist` does.
+    pub(crate) fn globrunqput(&self, g: GPtr) {
+        self.global.push(g);
+        // Pairs with the fence after shutdown's store of its flag (see below), and orders the
+        // push before `start_idle`'s read of `npidle` (see the module docs).
+        fence(SeqCst);
+        if self.shutdown.load(SeqCst) {
+            // Shutdown may have drained the global queue already: drain it again, or this G's
+            // queue reference would keep it (and the runtime) alive forever. Shutdown stores the
+            // flag, fences, then drains; we push, fence, then load the flag: one of the two
+            // drains sees the G.
+            // SAFETY: every G in the queue comes with the queue's reference.
+            self.global.drain(|g| unsafe { g::drop_ref(g) });
             return;
-        };
-        let p = &self.ps[pid];
-        // SAFETY: this thread owns `p`.
-        let (stealable, overflow) = unsafe {
-            match put {
-                Put::Next | Put::Spawn => p.runq.push_next(g),
-                Put::Back => (true, p.runq.push_back(g)),
-            }
-        };
-        if let Some(batch) = overflow {
-            p::bump(&p.stats.local_runq_overflows, 1);
-            self.global.push_batch(batch.iter());
         }
-        if stealable || put == Put::Spawn {
-            self.wakep();
-        }
+        self.start_idle();
     }
 
     /// Go's `startIdle` (inside `injectglist`, proc.go): a G was put on the global queue by a
@@ -415,10 +360,10 @@ impl Shared {
     /// global queue before it sleeps. A spinning M that exists does not matter either way: a G
     /// taken by it leaves the started M nothing, and that M sleeps again (Go accepts the same).
     pub(crate) fn start_idle(&self) {
-        if self.npidle.load(SeqCst) == 0 {
+        if self.idle.npidle() == 0 {
             return;
         }
-        self.startm(None, false);
+        self.startm(None, Spinning::No);
     }
 
     /// `wakep`: if a P is idle and no M is spinning, start a spinning M on it.
@@ -426,19 +371,19 @@ impl Shared {
         // Pairs with the fence an M runs between leaving the spinning state and re-checking the
         // queues (see the module docs).
         fence(SeqCst);
-        if self.npidle.load(SeqCst) == 0 {
+        if self.idle.npidle() == 0 {
             return;
         }
-        if self.nmspinning.load(SeqCst) != 0 || self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
+        if self.idle.nmspinning() != 0 || !self.idle.first_spinner() {
             return;
         }
-        self.startm(None, true);
+        self.startm(None, Spinning::Yes);
     }
 
     /// `startm`: runs an M on P `p` (or on an idle P, if `None`): a sleeping M if there is one,
-    /// else a new thread. With `spinning`, the caller has already counted the M in `nmspinning`;
-    /// if no P can be had, that count is given back.
-    pub(crate) fn startm(&self, p: Option<usize>, spinning: bool) {
+    /// else a new thread. A spinning M was already counted in `nmspinning` by the caller; if
+    /// no P can be had, that count is given back.
+    pub(crate) fn startm(&self, p: Option<usize>, spinning: Spinning) {
         let mut idle = self.idle.lock();
         let p = match p {
             Some(p) => p,
@@ -446,15 +391,14 @@ impl Shared {
                 Some(p) => p,
                 None => {
                     drop(idle);
-                    if spinning {
-                        self.nmspinning.fetch_sub(1, SeqCst);
+                    if spinning == Spinning::Yes {
+                        self.idle.spinning_stop();
                     }
                     return;
                 }
             },
         };
-        if let Some(m) = idle.midle.pop() {
-            self.nmidle.fetch_sub(1, Relaxed);
+        if let Some(m) = idle.mget() {
             self.count_wakeup(spinning);
             m.hand(p, spinning);
             drop(idle);
@@ -465,31 +409,15 @@ impl Shared {
         self.newm(p, spinning);
     }
 
-    fn count_wakeup(&self, spinning: bool) {
+    fn count_wakeup(&self, spinning: Spinning) {
         self.thread_wakeups.fetch_add(1, Relaxed);
-        if spinning {
+        if spinning == Spinning::Yes {
             self.spinning_wakeups.fetch_add(1, Relaxed);
         }
     }
 
-    /// Starts sysmon if it has not started yet (Go starts it with the program; goro with a
-    /// runtime's first work, so that building a runtime starts no thread). Not under loom:
-    /// models call sysmon's functions themselves.
-    pub(crate) fn ensure_sysmon(&self) {
-        #[cfg(not(loom))]
-        if !self.sysmon.started.load(Acquire) && !self.sysmon.started.swap(true, AcqRel) {
-            match crate::sysmon::Sysmon::start(self.arc(), self.config.schedtrace) {
-                Ok(s) => *self.sysmon.thread.lock() = Some(s),
-                Err(e) => crate::config::warn_once(&format!(
-                    "goro: cannot start the sysmon thread ({e}); blocked Ms will not be handed off"
-                )),
-            }
-        }
-    }
-
     /// `newm`: a new thread that starts as an M holding `p`.
-    fn newm(&self, p: usize, spinning: bool) {
-        self.ensure_sysmon();
+    fn newm(&self, p: usize, spinning: Spinning) {
         let shared = self.arc();
         let mut threads = self.threads.lock();
         let refused = if self.shutdown.load(SeqCst) {
@@ -503,7 +431,7 @@ impl Shared {
                 b = b.stack_size(size);
             }
             self.nthreads.fetch_add(1, Relaxed);
-            match b.spawn(move || m::mstart(shared, p, spinning)) {
+            match b.spawn(move || crate::m::mstart(shared, p, spinning)) {
                 Ok(h) => {
                     threads.push(h);
                     self.count_wakeup(spinning);
@@ -521,8 +449,8 @@ impl Shared {
             // idle list and the work waits for a running M.
             crate::config::warn_once(&msg);
         }
-        if spinning {
-            self.nmspinning.fetch_sub(1, SeqCst);
+        if spinning == Spinning::Yes {
+            self.idle.spinning_stop();
         }
         self.pidleput(p);
     }
@@ -538,9 +466,8 @@ impl Shared {
     }
 
     /// Takes an idle P (Go's `pidleget`), under the scheduler lock.
-    pub(crate) fn pidleget_locked(&self, idle: &mut Idle) -> Option<usize> {
-        let p = idle.pidle.pop()?;
-        self.npidle.fetch_sub(1, SeqCst);
+    pub(crate) fn pidleget_locked(&self, idle: &mut Locked<'_>) -> Option<usize> {
+        let p = idle.pidleget()?;
         self.ps[p].status.store(p::P_RUNNING, Relaxed);
         self.wake_sysmon();
         Some(p)
@@ -562,18 +489,16 @@ impl Shared {
     }
 
     /// Puts P `p` on the idle list (Go's `pidleput`), under the scheduler lock.
-    pub(crate) fn pidleput_locked(&self, idle: &mut Idle, p: usize) {
-        if let Some(m) = idle.syscall_waiters.pop() {
+    pub(crate) fn pidleput_locked(&self, idle: &mut Locked<'_>, p: usize) {
+        if let Some(m) = idle.waiter_get() {
             // An M back from a syscall waits for a P: it gets this one.
-            self.syscall_waiting.fetch_sub(1, Relaxed);
             self.ps[p].status.store(p::P_RUNNING, Relaxed);
-            m.hand(p, false);
+            m.hand(p, Spinning::No);
             m.parker.unpark();
             return;
         }
         self.ps[p].status.store(P_IDLE, Relaxed);
-        idle.pidle.push(p);
-        self.npidle.fetch_add(1, SeqCst);
+        idle.pidleput(p);
     }
 
     pub(crate) fn pidleput(&self, p: usize) {
@@ -585,20 +510,18 @@ impl Shared {
     pub(crate) fn handoffp(&self, p: usize) {
         if !self.ps[p].runq.is_empty() || !self.global.is_empty() {
             self.handoffs.fetch_add(1, Relaxed);
-            self.startm(Some(p), false);
+            self.startm(Some(p), Spinning::No);
             return;
         }
-        if self.nmspinning.load(SeqCst) + self.npidle.load(SeqCst) == 0
-            && self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_ok()
-        {
-            self.startm(Some(p), true);
+        if self.idle.nmspinning() + self.idle.npidle() == 0 && self.idle.first_spinner() {
+            self.startm(Some(p), Spinning::Yes);
             return;
         }
         let mut idle = self.idle.lock();
         // Re-check under the lock: a global push that saw no idle P relies on us.
         if !self.global.is_empty() {
             drop(idle);
-            self.startm(Some(p), false);
+            self.startm(Some(p), Spinning::No);
             return;
         }
         self.pidleput_locked(&mut idle, p);
@@ -615,14 +538,60 @@ impl Shared {
         (self.allgs.len() + self.nmains.load(Relaxed)).saturating_sub(dead as usize)
     }
 
-    /// Unlinks every P's batch of finished Gs (shutdown, before draining `allgs`).
-    ///
-    /// # Safety
-    /// No M of the runtime runs.
-    pub(crate) unsafe fn flush_all_dead(&self) {
+    /// Unlinks every P's batch of finished Gs (shutdown, before draining `allgs`; no M runs,
+    /// so every core is in its P).
+    pub(crate) fn flush_all_dead(&self) {
         for p in self.ps.iter() {
-            // SAFETY: no M runs, so this thread is the only user of every P.
-            unsafe { crate::g::flush_dead(self, p) };
+            if let Some(mut core) = p.try_take_core() {
+                let batch = core.dead.take();
+                p.put_core(core);
+                crate::g::Schedule::unlink_batch(self, p.id, batch);
+            }
         }
+    }
+
+    /// Ends the run with `ending`, unless it ended already (the first ending wins): wakes the
+    /// Ms inside `block_on` (they return it) and the threads waiting in
+    /// `Runtime::poll_ending`. Returns whether it was first.
+    pub(crate) fn end_run(&self, ending: Ending) -> bool {
+        let Some(waiters) = self.fatal.end(ending) else { return false };
+        for m in self.mains.lock().clone() {
+            m.wake_for_ending();
+        }
+        self.netpoll.wake();
+        // Outside the lock: a waker is the waiting executor's code.
+        waiters.into_iter().for_each(std::task::Waker::wake);
+        true
+    }
+}
+
+/// The timers' view of the runtime (see `timer`): one heap per P slot.
+impl Heaps for Shared {
+    #[inline]
+    fn heap(&self, p: usize) -> &TimerHeap {
+        &self.ps[p].timers
+    }
+
+    #[inline]
+    fn heaps_used(&self) -> usize {
+        self.slots_used.load(Acquire)
+    }
+
+    #[inline]
+    fn slot_in_use(&self, p: usize) -> bool {
+        p::in_use(self.ps[p].status.load(Relaxed))
+    }
+
+    fn timer_home(&self) -> usize {
+        Shared::timer_home(self)
+    }
+
+    #[inline]
+    fn current_p(&self) -> Option<usize> {
+        crate::m::current(|ctx| ctx.and_then(|c| c.p_of(self)))
+    }
+
+    fn wake_netpoller(&self, when: Nanos) {
+        Shared::wake_netpoller(self, when)
     }
 }

@@ -30,7 +30,7 @@ pub fn dump_on_sigquit() -> io::Result<()> {
         let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGQUIT])?;
         std::thread::Builder::new().name("goro-sigquit".into()).spawn(move || {
             // It can wake no G: it does not keep a deadlock from being reported.
-            let _own = crate::checkdead::OwnThread::enter();
+            let _own = crate::threads::OwnThread::enter();
             if signals.forever().next().is_some() {
                 let dumps = crate::checkdead::dump_all();
                 let _ = io::Write::flush(&mut io::stdout());

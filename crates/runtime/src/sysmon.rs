@@ -18,7 +18,7 @@
 //!   which gets its queued Gs, its timers and an M. The stuck M keeps the old P until its poll
 //!   returns, then turns it into a spare, and reports the G on stderr once per spawn location.
 //!   A poll that is *computing* (a loop with no yield point), or whose thread merely waits for
-//!   a CPU on a loaded machine, is never handed off: Linux says which (see [`thread_asleep`]),
+//!   a CPU on a loaded machine, is never handed off: Linux says which (see `threads::thread_asleep`),
 //!   and another thread would only compete for the same CPUs. It keeps its P until it yields,
 //!   as Go's goroutines did before asynchronous preemption; after [`LONG_POLL`] sysmon says so
 //!   on stderr, once per spawn location. `Builder::handoff_blocked(false)` turns the hand-off
@@ -31,13 +31,10 @@
 //! (`schedtick`, `polls`, `syscalltick`) that the Ms bump as they go.
 
 use crate::config;
-use crate::g::raw::Who;
-use crate::loom::{thread, Ordering::*};
-use crate::m::MCtx;
+use crate::loom::Ordering::*;
 use crate::metrics::schedtrace_line;
 use crate::p::{self, P_DETACHED, P_IDLE, P_RUNNING, P_SYSCALL};
 use crate::sched::Shared;
-use std::io;
 use std::panic::Location;
 use std::sync::Arc as StdArc;
 use std::task::Waker;
@@ -57,10 +54,6 @@ const MAX_DELAY: Duration = Duration::from_millis(10);
 /// Quiet rounds before the sleep starts doubling (Go's 50).
 const QUIET_ROUNDS: u32 = 50;
 
-pub(crate) struct Sysmon {
-    thread: thread::JoinHandle<()>,
-}
-
 /// What sysmon saw of one P slot on earlier rounds.
 #[derive(Clone, Copy)]
 struct Seen {
@@ -78,17 +71,33 @@ struct Seen {
     reported_long: bool,
 }
 
-impl Sysmon {
-    pub(crate) fn start(shared: StdArc<Shared>, schedtrace: Option<Duration>) -> io::Result<Sysmon> {
-        let name = format!("{}-sysmon", shared.config.thread_name);
-        let thread = thread::Builder::new().name(name).spawn(move || run(&shared, schedtrace))?;
-        Ok(Sysmon { thread })
+/// Starts sysmon if it has not started yet (Go starts it with the program; goro with a
+/// runtime's first work, `block_on` or `Runtime::spawn`, so that building a runtime starts no
+/// thread). Not under loom: models call sysmon's functions themselves.
+pub(crate) fn ensure_started(sh: &StdArc<Shared>) {
+    #[cfg(not(loom))]
+    if !sh.sysmon.started.load(Acquire) && !sh.sysmon.started.swap(true, AcqRel) {
+        let name = format!("{}-sysmon", sh.config.thread_name);
+        let (shared, schedtrace) = (sh.clone(), sh.config.schedtrace);
+        match crate::loom::thread::Builder::new().name(name).spawn(move || run(&shared, schedtrace)) {
+            Ok(t) => *sh.sysmon.thread.lock() = Some(t),
+            Err(e) => config::warn_once(&format!(
+                "goro: cannot start the sysmon thread ({e}); blocked Ms will not be handed off"
+            )),
+        }
     }
+    #[cfg(loom)]
+    let _ = sh;
+}
 
-    pub(crate) fn stop(self, shared: &Shared) {
-        shared.sysmon.stop.store(true, SeqCst);
-        shared.sysmon.parker.unpark();
-        let _ = self.thread.join();
+/// Stops sysmon and waits for its thread (shutdown).
+pub(crate) fn stop(sh: &Shared) {
+    // Taken out of the lock first: sysmon's own last round may look at the scheduler.
+    let t = sh.sysmon.thread.lock().take();
+    if let Some(t) = t {
+        sh.sysmon.stop.store(true, SeqCst);
+        sh.sysmon.parker.unpark();
+        let _ = t.join();
     }
 }
 
@@ -112,7 +121,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
     let mut delay = MIN_DELAY;
     let mut quiet = 0u32;
     let mut outside_waiting_since = None;
-    let _own = crate::checkdead::OwnThread::enter();
+    let _own = crate::threads::OwnThread::enter();
     let mut deadlock = crate::checkdead::Watch::default();
     let mut deadlock_due: Option<Duration> = None;
     while !sh.sysmon.stop.load(Acquire) {
@@ -155,7 +164,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         outside_waiting_since = give_outside_work_a_turn(sh, outside_waiting_since, now);
         poll_network(sh);
         let next_timer = crate::timer::earliest(sh);
-        if next_timer != 0 && next_timer <= sh.nanotime() && sh.npidle.load(SeqCst) > 0 {
+        if next_timer != 0 && next_timer <= sh.nanotime() && sh.idle.npidle() > 0 {
             // A timer is overdue and a P idles: an M to run it.
             sh.wakep();
         }
@@ -183,7 +192,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
 /// this bounds the wait in time as well, since a G computing without yield points makes a
 /// tick last as long as it computes. Returns the new `since`.
 fn give_outside_work_a_turn(sh: &Shared, since: Option<Instant>, now: Instant) -> Option<Instant> {
-    if sh.global.is_empty() && sh.syscall_waiting.load(Relaxed) == 0 {
+    if sh.global.is_empty() && sh.idle.syscall_waiting() == 0 {
         return None;
     }
     let since = since.unwrap_or(now);
@@ -200,23 +209,15 @@ fn give_outside_work_a_turn(sh: &Shared, since: Option<Instant>, now: Instant) -
 
 /// Every P idle and none in a syscall or stuck: nothing for sysmon to watch.
 fn all_idle(sh: &Shared) -> bool {
-    sh.npidle.load(SeqCst) == sh.procs
-        && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), P_IDLE | p::P_SPARE))
+    sh.idle.npidle() == sh.procs && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), P_IDLE | p::P_SPARE))
 }
 
 /// Go's sysmon netpoll: if Gs wait on I/O and nobody has polled for 10 ms (every M busy),
 /// poll here and queue the ready Gs globally.
 fn poll_network(sh: &Shared) -> bool {
-    if !sh.netpoll.any_waiters() {
-        return false;
-    }
-    let last = sh.netpoll.lastpoll.load(SeqCst);
-    if last == 0 || last + TIME_SLICE.as_nanos() as u64 > sh.nanotime() {
-        return false;
-    }
     let mut ready = Vec::new();
-    if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) {
-        sh.netpoll.lastpoll.store(sh.nanotime(), SeqCst);
+    if !sh.netpoll.poll_if_stale(TIME_SLICE.as_nanos() as u64, || sh.nanotime(), &mut ready) {
+        return false;
     }
     let any = !ready.is_empty();
     // From a thread with no P: to the global queue, and an M is woken for them.
@@ -252,7 +253,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                 }
                 // The same syscall for a whole round. Go keeps the P if it has no work, others
                 // are looking for work anyway, and the call is young.
-                let others = sh.nmspinning.load(SeqCst) + sh.npidle.load(SeqCst) > 0;
+                let others = sh.idle.nmspinning() + sh.idle.npidle() > 0;
                 if !held_work(sh, pp, now) && others && now - s.syscallwhen < TIME_SLICE {
                     continue;
                 }
@@ -277,7 +278,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     if stuck >= TIME_SLICE / 2 {
                         // Unknown (no /proc) counts as asleep: then every stuck poll is handed
                         // off, as before Linux could be asked.
-                        if thread_asleep(pp.tid.load(Relaxed)).unwrap_or(true) {
+                        if crate::threads::thread_asleep(pp.tid.load(Relaxed)).unwrap_or(true) {
                             s.asleep_since.get_or_insert(now);
                         } else {
                             s.asleep_since = None;
@@ -322,7 +323,7 @@ impl Seen {
 /// Whether P `pp` holds work that waits for it to schedule: a queued G, or a timer due by
 /// `now` in its heap.
 fn held_work(sh: &Shared, pp: &crate::p::P, now: Instant) -> bool {
-    let timer0 = pp.timer0.load(Acquire);
+    let timer0 = pp.timers.earliest();
     !pp.runq.is_empty() || (timer0 != 0 && timer0 <= sh.nanos_at(now))
 }
 
@@ -333,7 +334,7 @@ fn held_work(sh: &Shared, pp: &crate::p::P, now: Instant) -> bool {
 /// running victim's `runnext` after a few microseconds), and the G does not wait for the
 /// waker's computation while a P idles.
 fn wake_for_runnext(sh: &Shared, pp: &crate::p::P) {
-    if pp.runq.has_runnext() && sh.npidle.load(SeqCst) > 0 {
+    if pp.runq.has_runnext() && sh.idle.npidle() > 0 {
         sh.wakep();
     }
 }
@@ -349,54 +350,12 @@ pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
     true
 }
 
-/// Whether thread `tid` of this process is asleep in the kernel (Linux's state `S` or `D`:
-/// waiting in a blocking call, for a lock, for I/O), as opposed to running or waiting for a CPU
-/// (`R`); `None` where `/proc/self/task/<tid>/stat` cannot be read.
-///
-/// This is what tells a blocked poll from a computing one. goro used to infer it from
-/// `schedstat`'s run and run-queue times, and took computing threads for blocked ones on a
-/// loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when the
-/// thread gets a CPU again, so a thread that waited for one looked asleep meanwhile.
-fn thread_asleep(tid: u32) -> Option<bool> {
-    if tid == 0 {
-        return None;
-    }
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
-    let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
-    Some(matches!(state, 'S' | 'D'))
-}
-
-/// The calling thread's kernel id on Linux (0 elsewhere), cached per thread: Ms publish it in
-/// their P for [`blocked`].
-pub(crate) fn current_tid() -> u32 {
-    #[cfg(not(loom))]
-    {
-        thread_local! {
-            static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
-        }
-        TID.with(|c| {
-            if c.get() == u32::MAX {
-                // "/proc/thread-self" links to "<pid>/task/<tid>".
-                let tid = std::fs::read_link("/proc/thread-self")
-                    .ok()
-                    .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-                    .unwrap_or(0);
-                c.set(tid);
-            }
-            c.get()
-        })
-    }
-    #[cfg(loom)]
-    0
-}
-
 /// Replaces P `i`, whose M has been stuck in the poll numbered `polls` since `since`, by a
 /// spare slot that gets its queued Gs and an M. Returns whether it did.
 pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
     let pp = &sh.ps[i];
     let mut idle = sh.idle.lock();
-    let Some(spare) = idle.spare.pop() else {
+    let Some(spare) = idle.spare_get() else {
         drop(idle);
         config::warn_once("goro: too many Gs are blocking their threads at once; no spare P is left to hand their work to (use goro::syscall around blocking calls)");
         return false;
@@ -418,7 +377,7 @@ pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
         // The spare was in use for a moment: a timer may have landed on it (rule 1 of
         // `timer`'s "Timers move with their P"), before it goes back on the list.
         crate::timer::move_timers(sh, spare, sh.timer_home());
-        sh.idle.lock().spare.push(spare);
+        sh.idle.lock().spare_put(spare);
         return false;
     }
     pp.blocked_since.store(since, Relaxed);
@@ -428,45 +387,24 @@ pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
     // The spare takes the stuck P's place: its timers first (rule 1 of `timer`'s "Timers move
     // with their P": the status is published), then its queue.
     crate::timer::move_timers(sh, i, spare);
-    // Move the stuck P's queued Gs to the spare, which nobody else can reach yet (sysmon is its
-    // owner until `handoffp`); the stuck M only pushes to its ring, and stealing is safe
-    // against that.
-    let sp = &sh.ps[spare];
-    // SAFETY: sysmon owns the unpublished spare's ring, which is empty (a spare's ring is
-    // emptied before it is put back on the spare list).
-    if let Some((g, _)) = unsafe { pp.runq.steal_into(&sp.runq, true, || true) } {
-        // SAFETY: as above; half a ring was moved, so there is room.
-        let overflow = unsafe { sp.runq.push_back(g) };
+    // Move the stuck P's queued Gs to the spare, which nobody else can reach yet (sysmon owns it
+    // until `handoffp`: it is in use but on no list, so its core is ours to take); the stuck M
+    // only pushes to its ring, and stealing is safe against that.
+    let mut core = sh.ps[spare].take_core();
+    if let Some((g, _)) = pp.runq.steal_into(&mut core.runq, true, || true) {
+        // Half a ring was moved, so there is room.
+        let overflow = core.runq.push_back(g);
         debug_assert!(overflow.is_none());
     }
+    sh.ps[spare].put_core(core);
     // The rest (at most half a ring) through a scratch ring to the global queue.
-    let scratch = crate::runq::LocalQueue::new();
-    // SAFETY: sysmon owns `scratch`, emptied after each steal.
-    while let Some((g, _)) = unsafe { pp.runq.steal_into(&scratch, true, || true) } {
+    let (mut scratch, _) = crate::runq::new();
+    while let Some((g, _)) = pp.runq.steal_into(&mut scratch, true, || true) {
         sh.global.push(g);
-        // SAFETY: as above.
-        while let Some(g) = unsafe { scratch.pop() } {
-            sh.global.push(g);
-        }
+        scratch.drain(|g| sh.global.push(g));
     }
     sh.handoffp(spare);
     true
-}
-
-/// Called by the stuck M once its poll returned: one line on stderr per spawn location.
-pub(crate) fn report_blocked(sh: &Shared, pid: usize, who: Option<Who>) {
-    let since = sh.ps[pid].blocked_since.load(Relaxed);
-    let ms = sh.nanotime().saturating_sub(since) / 1_000_000;
-    let (whom, at) = match who {
-        Some(w) => (format!("G {} spawned at {}", w.goid, w.location), w.location),
-        None => ("the main G (block_on)".to_owned(), Location::caller()),
-    };
-    config::warn_once_at("blocked poll", at, || {
-        format!(
-            "goro: {whom} blocked its thread for {ms}ms in one poll (asleep in a blocking call); its other Gs \
-             moved to another thread. Wrap blocking calls in goro::syscall"
-        )
-    });
 }
 
 /// A poll has computed for `stuck` (at least [`LONG_POLL`]) without returning: one line on
@@ -487,62 +425,4 @@ fn report_long_poll(sh: &Shared, goid: u64, stuck: Duration) {
             stuck.as_secs()
         )
     });
-}
-
-/// The M side of sysmon's watch: the poll count it reads, and giving up a P that sysmon
-/// detached while the M was stuck in a poll.
-impl MCtx {
-    /// Marks the start of a G's poll on this M's P: the P's poll count becomes a new odd
-    /// value. sysmon reads an odd count that has not moved since its last look as "one poll
-    /// has been running all along".
-    /// `goid` is the G about to be polled (0: the main future), for sysmon's reports.
-    #[inline]
-    pub(crate) fn poll_start(&self, goid: u64) {
-        // Read by sysmon and by `checkdead`'s activity count (which the loom models check).
-        if let Some(pid) = self.p.get() {
-            let st = &self.shared.ps[pid].stats;
-            st.curgoid.store(goid, Relaxed);
-            st.polls.store(st.polls.load(Relaxed).wrapping_add(2) | 1, Relaxed);
-        }
-    }
-
-    /// Marks the end of a poll: the count becomes even (whatever happened in between: a poll
-    /// that unwound leaves it odd only until the next start).
-    #[inline]
-    pub(crate) fn poll_end(&self) {
-        if let Some(pid) = self.p.get() {
-            let c = &self.shared.ps[pid].stats.polls;
-            c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);
-        }
-    }
-
-    /// After a poll: if sysmon detached our P while the poll blocked the thread (see
-    /// `sysmon::detach`), give it up as a spare. Its remaining Gs go to the global queue.
-    #[inline]
-    pub(crate) fn check_detached(&self, who: Option<Who>) {
-        let Some(pid) = self.p.get() else { return };
-        if self.shared.ps[pid].status.load(Acquire) == p::P_DETACHED {
-            self.drop_detached(pid, who);
-        }
-    }
-
-    #[cold]
-    fn drop_detached(&self, pid: usize, who: Option<Who>) {
-        let sh = &*self.shared;
-        let p = &sh.ps[pid];
-        crate::sysmon::report_blocked(sh, pid, who);
-        // SAFETY (both): this M still owns the ring (a detached P has no other owner).
-        while let Some(g) = unsafe { p.runq.pop_runnext() }.or_else(|| unsafe { p.runq.pop() }) {
-            sh.global.push(g);
-        }
-        // No timer is left here to move: sysmon moved the heap when it detached the P, and an
-        // arming on a detached P moves itself (`timer`'s "Timers move with their P").
-        let mut idle = sh.idle.lock();
-        self.releasep();
-        p.status.store(p::P_SPARE, Release);
-        idle.spare.push(pid);
-        drop(idle);
-        // The Gs just queued globally need an M: ours has no P now.
-        sh.wakep();
-    }
 }

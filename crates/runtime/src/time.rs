@@ -5,7 +5,6 @@
 //! A sleeping G costs no thread: its timer sits in a P's heap, and the runtime's idle M sleeps
 //! in the netpoller until the earliest deadline.
 
-use crate::context;
 use crate::sched::Shared;
 use crate::timer::{Action, Nanos, TimerCore};
 use std::fmt;
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// The runtime of the calling thread, for APIs that need one.
 fn current(what: &str) -> StdArc<Shared> {
-    context::with(|ctx| ctx.map(|c| c.shared.clone()))
+    crate::m::current(|ctx| ctx.map(|c| c.shared.clone()))
         .unwrap_or_else(|| panic!("goro: {what} needs a goro runtime: call it from a G (inside goro::run)"))
 }
 
@@ -135,7 +134,7 @@ impl Sleep {
         let this = self.get_mut();
         this.deadline = Some(deadline);
         if let Some((t, sh)) = this.timer.take() {
-            t.stop(Some(&sh));
+            t.stop(Some(&*sh));
         }
         #[cfg(loom)]
         if let Some(t) = this.model.take() {
@@ -181,7 +180,7 @@ impl Future for Sleep {
         }
         let sh = current("goro::time::sleep");
         let t = StdArc::new(TimerCore::new(Action::Wake(Some(cx.waker().clone()))));
-        t.arm(&sh, nanos(&sh, this.deadline), 0);
+        t.arm(&*sh, nanos(&sh, this.deadline), 0);
         this.timer = Some((t, sh));
         crate::set_wait_reason(crate::WaitReason::Sleep);
         Poll::Pending
@@ -191,7 +190,7 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some((t, sh)) = self.timer.take() {
-            t.stop(Some(&sh));
+            t.stop(Some(&*sh));
         }
         #[cfg(loom)]
         if let Some(t) = self.model.take() {
@@ -284,13 +283,13 @@ impl RawTimer {
     pub fn reset(&self, deadline: Option<Instant>, period: Option<Duration>) -> bool {
         let (core, shared) = on_runtime!(&self.on, t => t.arm(deadline, period.unwrap_or_default()));
         let period = period.map_or(0, |p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX / 4)).min(u64::MAX / 4);
-        core.arm(shared, nanos(shared, deadline), period)
+        core.arm(&**shared, nanos(shared, deadline), period)
     }
 
     /// Disarms the timer; returns whether it was armed (Go's `Stop` result).
     pub fn stop(&self) -> bool {
         let (core, shared) = on_runtime!(&self.on, t => t.stop());
-        core.stop(Some(shared))
+        core.stop(Some(&**shared))
     }
 
     /// Whether the timer is armed.

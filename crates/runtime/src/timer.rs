@@ -19,8 +19,10 @@
 //! - A timer fires under its `state` lock, after re-checking that the popped entry is live. So
 //!   once [`TimerCore::stop`] (or a re-arm) returns, the old arming will never fire: what Go
 //!   1.23 guarantees for `Stop` and `Reset`.
-//! - `P::timer0` is the deadline at the top of that P's heap (stale or not), 0 for an empty heap,
-//!   written under the heap lock; readers use it to skip the lock and the clock.
+//! - A heap's [`earliest`](TimerHeap::earliest) (Go's `p.timer0When`) is the deadline at its
+//!   top (stale or not), 0 for an empty heap, written under the heap lock; readers use it to
+//!   skip the lock and the clock. The heap keeps it and its stale count itself, and a push tells
+//!   the pusher whether the earliest deadline moved.
 //!
 //! # Timers move with their P
 //!
@@ -48,13 +50,30 @@
 //! G and a thief firing the P's heap; each rule is needed for them to pass.
 
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering::*};
-use crate::sched::Shared;
 use std::collections::BinaryHeap;
 use std::sync::Arc as StdArc;
 use std::task::Waker;
 
 /// Nanoseconds since the runtime started (Go's `nanotime`), never 0: 0 means "no timer".
 pub(crate) type Nanos = u64;
+
+/// What the timers need of the runtime whose P slots hold their heaps (`sched::Shared`
+/// implements it): the timer layer names no scheduler type.
+pub(crate) trait Heaps {
+    /// The heap of P slot `p`.
+    fn heap(&self, p: usize) -> &TimerHeap;
+    /// P slots `0..heaps_used()` may hold timers (the slots ever used).
+    fn heaps_used(&self) -> usize;
+    /// Whether P slot `p` is in use (rule 2 of "Timers move with their P": a relaxed read of
+    /// its status is enough, see `rehome_if_out_of_use`).
+    fn slot_in_use(&self, p: usize) -> bool;
+    /// A P slot in use, for timers that have no P of their own.
+    fn timer_home(&self) -> usize;
+    /// The P slot the calling thread holds in this runtime, if any.
+    fn current_p(&self) -> Option<usize>;
+    /// A timer due at `when` became the earliest of its heap (Go's `wakeNetPoller`).
+    fn wake_netpoller(&self, when: Nanos);
+}
 
 /// What a timer does when it fires. Runs on an M, under the timer's lock: it must be short and
 /// must not touch this timer (waking a G, a non-blocking channel send and spawning a G are all
@@ -122,11 +141,87 @@ pub(crate) struct TimerHeap {
     heap: Mutex<BinaryHeap<Entry>>,
     /// Entries made stale by stop or re-arm that are still in `heap` (Go's `deletedTimers`).
     stale: AtomicUsize,
+    /// The deadline at the top of `heap` (Go's `p.timer0When`; 0: empty), written under its
+    /// lock.
+    timer0: AtomicU64,
+}
+
+/// What [`TimerHeap::pop_expired`] found at the top of the heap.
+enum Top {
+    /// An entry due by `now`, popped.
+    Due(Entry),
+    /// Nothing due (or the heap is empty).
+    NotYet,
 }
 
 impl TimerHeap {
     pub(crate) fn new() -> TimerHeap {
-        TimerHeap { heap: Mutex::new(BinaryHeap::new()), stale: AtomicUsize::new(0) }
+        TimerHeap { heap: Mutex::new(BinaryHeap::new()), stale: AtomicUsize::new(0), timer0: AtomicU64::new(0) }
+    }
+
+    /// The earliest deadline in the heap, stale or not (0: empty), without its lock.
+    #[inline]
+    pub(crate) fn earliest(&self) -> Nanos {
+        self.timer0.load(Acquire)
+    }
+
+    /// Pushes `e`; returns whether it became the earliest deadline here. Drops the stale entries
+    /// in bulk once they are a quarter of the heap (Go's `cleantimers`).
+    fn push(&self, e: Entry) -> bool {
+        let when = e.when;
+        let mut heap = self.heap.lock();
+        let before = self.timer0.load(Relaxed);
+        heap.push(e);
+        let stale = self.stale.load(Relaxed);
+        if stale > 64 && stale > heap.len() / 4 {
+            let before = heap.len();
+            let live: Vec<Entry> = std::mem::take(&mut *heap).into_iter().filter(Entry::is_live).collect();
+            let removed = before - live.len();
+            let _ = self.stale.fetch_update(Relaxed, Relaxed, |s| Some(s.saturating_sub(removed)));
+            *heap = BinaryHeap::from(live);
+        }
+        let top = heap.peek().map_or(0, |e| e.when);
+        self.timer0.store(top, Release);
+        drop(heap);
+        before == 0 || when < before
+    }
+
+    /// Pops the top entry if it is due by `now`.
+    fn pop_expired(&self, now: Nanos) -> Top {
+        let mut heap = self.heap.lock();
+        let Some(top) = heap.peek() else {
+            self.timer0.store(0, Release);
+            return Top::NotYet;
+        };
+        if top.when > now {
+            self.timer0.store(top.when, Release);
+            return Top::NotYet;
+        }
+        let e = heap.pop().expect("peeked");
+        self.timer0.store(heap.peek().map_or(0, |e| e.when), Release);
+        Top::Due(e)
+    }
+
+    /// Takes every entry out (a move to another heap).
+    fn take_all(&self) -> BinaryHeap<Entry> {
+        let mut heap = self.heap.lock();
+        self.timer0.store(0, Release);
+        std::mem::take(&mut *heap)
+    }
+
+    /// An entry of this heap turned stale (stopped or re-armed), before its `gen` moved.
+    fn mark_stale(&self) {
+        self.stale.fetch_add(1, Relaxed);
+    }
+
+    /// A stale entry left the heap.
+    fn unmark_stale(&self) {
+        let _ = self.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+    }
+
+    /// Whether a live entry is in the heap (it stops at the first one).
+    fn any_live(&self) -> bool {
+        self.earliest() != 0 && self.heap.lock().iter().any(Entry::is_live)
     }
 
     /// Entries in the heap, stale ones included.
@@ -145,8 +240,7 @@ impl TimerHeap {
 
     /// Drops every entry (runtime shutdown: breaks the timer → runtime → heap cycle).
     pub(crate) fn clear(&self) -> usize {
-        let entries = std::mem::take(&mut *self.heap.lock());
-        entries.len()
+        self.take_all().len()
     }
 }
 
@@ -161,13 +255,13 @@ impl TimerCore {
     /// Arms the timer to fire at `when` (then every `period`, if not 0) on `sh`'s heaps, replacing
     /// any earlier arming (Go's `modtimer`). Returns whether it was armed before (Go's `Reset`
     /// result).
-    pub(crate) fn arm(self: &StdArc<Self>, sh: &Shared, when: Nanos, period: Nanos) -> bool {
+    pub(crate) fn arm<H: Heaps + ?Sized>(self: &StdArc<Self>, sh: &H, when: Nanos, period: Nanos) -> bool {
         let when = when.max(1);
-        let p = crate::context::with(|ctx| crate::context::current_p_of(ctx, sh)).unwrap_or_else(|| sh.timer_home());
+        let p = sh.current_p().unwrap_or_else(|| sh.timer_home());
         let mut st = self.state.lock();
         let was = st.armed;
         if was {
-            sh.ps[st.heap].timers.stale.fetch_add(1, Relaxed);
+            sh.heap(st.heap).mark_stale();
         }
         let gen = self.gen.load(Relaxed) + 1;
         self.gen.store(gen, Release);
@@ -175,7 +269,7 @@ impl TimerCore {
         st.when = when;
         st.period = period;
         st.heap = p;
-        let earliest = push(sh, p, Entry { when, gen, timer: self.clone() });
+        let earliest = sh.heap(p).push(Entry { when, gen, timer: self.clone() });
         drop(st);
         if earliest {
             sh.wake_netpoller(when);
@@ -188,7 +282,7 @@ impl TimerCore {
     /// Disarms the timer (Go's `deltimer`); returns whether it was armed. Once this returns, the
     /// arming it cancelled cannot fire. `sh` is the runtime the timer was armed on, if the
     /// caller has it (it only keeps the heap's count of stale entries exact).
-    pub(crate) fn stop(&self, sh: Option<&Shared>) -> bool {
+    pub(crate) fn stop<H: Heaps + ?Sized>(&self, sh: Option<&H>) -> bool {
         let mut st = self.state.lock();
         if !st.armed {
             return false;
@@ -197,7 +291,7 @@ impl TimerCore {
         // Counted before the entry turns stale (the `gen` store): an M that then sees it stale
         // and uncounts it must find the count there (as in `arm`).
         if let Some(sh) = sh {
-            sh.ps[st.heap].timers.stale.fetch_add(1, Relaxed);
+            sh.heap(st.heap).mark_stale();
         }
         self.gen.store(self.gen.load(Relaxed) + 1, Release);
         true
@@ -226,12 +320,12 @@ impl TimerCore {
 
     /// Fires the arming `gen` if it is still the live one; for a ticker, pushes the next arming
     /// onto heap `p`. Called with no heap lock held.
-    fn fire(self: &StdArc<Self>, sh: &Shared, p: usize, gen: u64, now: Nanos) {
+    fn fire<H: Heaps + ?Sized>(self: &StdArc<Self>, sh: &H, p: usize, gen: u64, now: Nanos) {
         let mut st = self.state.lock();
         if !st.armed || self.gen.load(Relaxed) != gen {
             // Stopped or re-armed after the entry was popped live: that stop or arm counted the
             // entry as stale in heap `p` (where the live entry was), and it has left the heap.
-            let _ = sh.ps[p].timers.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+            sh.heap(p).unmark_stale();
             return;
         }
         if let Some(behind) = now.saturating_sub(st.when).checked_div(st.period) {
@@ -241,7 +335,7 @@ impl TimerCore {
             self.gen.store(next, Release);
             st.heap = p;
             let when = st.when;
-            push(sh, p, Entry { when, gen: next, timer: self.clone() });
+            sh.heap(p).push(Entry { when, gen: next, timer: self.clone() });
         } else {
             st.armed = false;
         }
@@ -257,7 +351,7 @@ impl TimerCore {
             Action::Call(f) => {
                 if !f() && st.period > 0 && st.armed {
                     st.armed = false;
-                    sh.ps[p].timers.stale.fetch_add(1, Relaxed);
+                    sh.heap(p).mark_stale();
                     self.gen.store(self.gen.load(Relaxed) + 1, Release);
                 }
             }
@@ -265,59 +359,27 @@ impl TimerCore {
     }
 }
 
-/// Pushes `e` onto P `p`'s heap; returns whether it became the earliest deadline there.
-fn push(sh: &Shared, p: usize, e: Entry) -> bool {
-    let t = &sh.ps[p].timers;
-    let when = e.when;
-    let mut heap = t.heap.lock();
-    let before = sh.ps[p].timer0.load(Relaxed);
-    heap.push(e);
-    // Go's `cleantimers`: drop stale entries in bulk once they are a quarter of the heap.
-    let stale = t.stale.load(Relaxed);
-    if stale > 64 && stale > heap.len() / 4 {
-        let before = heap.len();
-        let live: Vec<Entry> = std::mem::take(&mut *heap).into_iter().filter(Entry::is_live).collect();
-        let removed = before - live.len();
-        let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| Some(s.saturating_sub(removed)));
-        *heap = BinaryHeap::from(live);
-    }
-    let top = heap.peek().map_or(0, |e| e.when);
-    sh.ps[p].timer0.store(top, Release);
-    drop(heap);
-    before == 0 || when < before
-}
-
 /// Runs the expired timers of P `p`'s heap (Go's `runtimer` loop in `checkTimers`); returns how
 /// many fired. Any M may call it for any P (the heap has its own lock): the P's owner at every
 /// `schedule`, a spinning M to steal another P's expired timers.
-pub(crate) fn run_timers(sh: &Shared, p: usize, now: Nanos) -> usize {
-    let t = &sh.ps[p].timers;
+pub(crate) fn run_timers<H: Heaps + ?Sized>(sh: &H, p: usize, now: Nanos) -> usize {
+    let t = &sh.heap(p);
     let mut fired = 0;
     loop {
-        let mut heap = t.heap.lock();
-        let Some(top) = heap.peek() else {
-            sh.ps[p].timer0.store(0, Release);
-            return fired;
-        };
-        if top.when > now {
-            sh.ps[p].timer0.store(top.when, Release);
-            drop(heap);
-            // Rule 2 of the module docs: a ticker that fired here re-armed on this heap.
-            if fired > 0 {
-                rehome_if_out_of_use(sh, p);
+        match t.pop_expired(now) {
+            Top::NotYet => {
+                // Rule 2 of the module docs: a ticker that fired here re-armed on this heap.
+                if fired > 0 {
+                    rehome_if_out_of_use(sh, p);
+                }
+                return fired;
             }
-            return fired;
+            Top::Due(e) if !e.is_live() => t.unmark_stale(),
+            Top::Due(e) => {
+                e.timer.fire(sh, p, e.gen, now);
+                fired += 1;
+            }
         }
-        let e = heap.pop().expect("peeked");
-        let next = heap.peek().map_or(0, |e| e.when);
-        sh.ps[p].timer0.store(next, Release);
-        drop(heap);
-        if !e.is_live() {
-            let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
-            continue;
-        }
-        e.timer.fire(sh, p, e.gen, now);
-        fired += 1;
     }
 }
 
@@ -326,14 +388,10 @@ pub(crate) fn run_timers(sh: &Shared, p: usize, now: Nanos) -> usize {
 /// meanwhile are dropped; `to` is re-checked by rule 2 (it may have gone out of use since it
 /// was chosen). Takes each timer's lock, so it must be called with no timer, heap or
 /// scheduler lock held.
-pub(crate) fn move_timers(sh: &Shared, from: usize, to: usize) {
+pub(crate) fn move_timers<H: Heaps + ?Sized>(sh: &H, from: usize, to: usize) {
     debug_assert_ne!(from, to, "goro: moving a heap onto itself");
-    let t = &sh.ps[from].timers;
-    let entries = {
-        let mut heap = t.heap.lock();
-        sh.ps[from].timer0.store(0, Release);
-        std::mem::take(&mut *heap)
-    };
+    let t = &sh.heap(from);
+    let entries = t.take_all();
     if entries.is_empty() {
         return;
     }
@@ -344,12 +402,12 @@ pub(crate) fn move_timers(sh: &Shared, from: usize, to: usize) {
         if !st.armed || timer.gen.load(Relaxed) != e.gen || st.heap != from {
             // Stale: the stop or re-arm that made it so counted it in `from`'s heap.
             drop(st);
-            let _ = t.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
+            t.unmark_stale();
             continue;
         }
         st.heap = to;
         let when = e.when;
-        if push(sh, to, e) {
+        if sh.heap(to).push(e) {
             earliest = Some(earliest.map_or(when, |w: Nanos| w.min(when)));
         }
         drop(st);
@@ -362,19 +420,19 @@ pub(crate) fn move_timers(sh: &Shared, from: usize, to: usize) {
 
 /// Rule 2 of the module docs: after a push onto slot `p`'s heap, if `p` is out of use (sysmon
 /// detached it, or it became a spare), moves its heap to a slot in use.
-fn rehome_if_out_of_use(sh: &Shared, p: usize) {
+fn rehome_if_out_of_use<H: Heaps + ?Sized>(sh: &H, p: usize) {
     // Relaxed is enough: the mover of rule 1 stored the status before taking the heap under
     // its lock, and our push released the same lock after that, or came first (then the
     // mover took our entry).
-    if !crate::p::in_use(sh.ps[p].status.load(Relaxed)) && sh.ps[p].timer0.load(Acquire) != 0 {
+    if !sh.slot_in_use(p) && sh.heap(p).earliest() != 0 {
         move_timers(sh, p, sh.timer_home());
     }
 }
 
 /// If P `p` has a timer due by `now` (without taking any lock when it has none), runs them.
 #[inline]
-pub(crate) fn check_timers(sh: &Shared, p: usize, now: impl FnOnce() -> Nanos) -> usize {
-    let next = sh.ps[p].timer0.load(Acquire);
+pub(crate) fn check_timers<H: Heaps + ?Sized>(sh: &H, p: usize, now: impl FnOnce() -> Nanos) -> usize {
+    let next = sh.heap(p).earliest();
     if next == 0 {
         return 0;
     }
@@ -389,12 +447,12 @@ pub(crate) fn check_timers(sh: &Shared, p: usize, now: impl FnOnce() -> Nanos) -
 /// do not count), for `checkdead`: a live timer will wake something. Stops at the first live
 /// entry (with 100_000 Gs asleep, the first one looked at): sysmon asks every round while the
 /// Ps idle, and a heap lock held long would hold up its firings.
-pub(crate) fn any_live_timer(sh: &Shared) -> bool {
-    sh.used_ps().iter().any(|p| p.timer0.load(Acquire) != 0 && p.timers.heap.lock().iter().any(Entry::is_live))
+pub(crate) fn any_live_timer<H: Heaps + ?Sized>(sh: &H) -> bool {
+    (0..sh.heaps_used()).any(|p| sh.heap(p).any_live())
 }
 
 /// The earliest deadline over every P's heap (stale entries included: a stale top only makes
 /// the sleeper wake early and look again), or 0 if no heap has one.
-pub(crate) fn earliest(sh: &Shared) -> Nanos {
-    sh.used_ps().iter().map(|p| p.timer0.load(Acquire)).filter(|&w| w != 0).min().unwrap_or(0)
+pub(crate) fn earliest<H: Heaps + ?Sized>(sh: &H) -> Nanos {
+    (0..sh.heaps_used()).map(|p| sh.heap(p).earliest()).filter(|&w| w != 0).min().unwrap_or(0)
 }

@@ -20,9 +20,11 @@
 
 use super::raw::Header;
 use crate::loom::Mutex;
-use crate::p::GOID_BATCH;
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
+
+/// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
+pub(crate) const GOID_BATCH: u64 = 16;
 
 struct Shard {
     head: Option<NonNull<Header>>,
@@ -208,6 +210,9 @@ pub(crate) struct DeadGs {
     len: usize,
 }
 
+/// A batch taken out of [`DeadGs`]: its first `.1` Gs, each with the list's reference.
+pub(crate) type DeadBatch = ([NonNull<Header>; DEAD_BATCH], usize);
+
 /// How many finished Gs a P collects before it unlinks them.
 pub(crate) const DEAD_BATCH: usize = 32;
 
@@ -230,7 +235,7 @@ impl DeadGs {
 
     /// Empties the batch, handing its Gs (the first `.1` of `.0`, with their list references) to the
     /// caller.
-    pub(crate) fn take(&mut self) -> ([NonNull<Header>; DEAD_BATCH], usize) {
+    pub(crate) fn take(&mut self) -> DeadBatch {
         let out = (self.gs, self.len);
         self.len = 0;
         out

@@ -55,7 +55,8 @@ impl Block {
     }
 }
 
-fn free_block(class: u8, block: Block) {
+/// Gives a block back to the allocator.
+pub(crate) fn free_block(class: u8, block: Block) {
     // SAFETY: every pooled block was allocated by `alloc_block` with `class_layout(class)`.
     unsafe { std::alloc::dealloc(block.0.as_ptr(), class_layout(class)) }
 }
@@ -184,14 +185,5 @@ mod tests {
         assert!(b.get(1, &global).is_some());
         assert_eq!(b.len(), BATCH - 1);
         assert!(b.get(0, &global).is_none());
-    }
-}
-
-/// Frees a block to the allocator when dropped (for frees away from any P).
-pub(crate) struct FreeOnDrop(pub(crate) u8, pub(crate) Block);
-
-impl Drop for FreeOnDrop {
-    fn drop(&mut self) {
-        free_block(self.0, Block(self.1 .0));
     }
 }

@@ -82,7 +82,8 @@ impl<T> JoinHandle<T> {
         }
         let h = self.header();
         if h.state.transition_to_notified_and_cancel() == super::state::ToNotified::Submit {
-            h.shared().ready(self.raw);
+            // SAFETY: the transition took a reference for the run queue, handed over here.
+            unsafe { Header::schedule(self.raw) };
         }
     }
 

@@ -12,6 +12,7 @@ pub use join::{JoinError, JoinHandle};
 pub use raw::{WaitReason, HEADER_SIZE};
 
 use crate::loom::Ordering::Relaxed;
+use allgs::DeadBatch;
 use raw::Header;
 use state::{ToIdle, ToRunning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,8 +51,10 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     }
     // Whatever the G waited on before is over; a primitive that parks it again says why.
     h.wait_reason.store(0, Relaxed);
+    // SAFETY: the M polling holds a reference for the whole poll.
+    let waker = unsafe { waker::borrowed_waker(g) };
     // SAFETY: RUNNING is ours.
-    let ready = unsafe { (h.vtable.poll)(g) };
+    let ready = unsafe { (h.vtable.poll)(g, &waker) };
     if ready {
         // SAFETY: as above.
         unsafe { complete(g, true) };
@@ -59,7 +62,7 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     }
     // When it parked, if it parks (written before the transition: once the G is idle, another
     // M may run and free it). A G woken during the poll is re-queued; the time is unused then.
-    h.parked_at.store(h.shared().coarse_ms(), Relaxed);
+    h.parked_at.store(h.scheduler().coarse_ms(), Relaxed);
     match h.state.transition_to_idle() {
         ToIdle::Idle => None,
         ToIdle::Requeue => Some(g),
@@ -87,12 +90,9 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
     // Leave `allgs` (or join the P's batch of finished Gs, which `num_goroutine` does not
     // count) before the JoinHandle can see the output: a G whose result was received is no
     // longer counted.
-    let mut batched = None;
+    let mut unlink = Unlink::Done;
     if in_list {
-        batched = defer_unlink(g);
-        if batched.is_none() {
-            h.shared().allgs.remove(g);
-        }
+        unlink = h.scheduler().unlink(g);
     }
     if !prev.is_join_interested() {
         // SAFETY: no JoinHandle: the output is ours to drop.
@@ -113,20 +113,17 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
             h.join_waker.with_mut(|w| unsafe { *w = None });
         }
     }
-    match batched {
+    match unlink {
         // The batch holds the list's reference: drop only the caller's.
-        Some((p, full)) => {
+        Unlink::Batched | Unlink::Flush(..) => {
             if h.state.ref_dec(1) {
                 unreachable!("goro: a finished G in a dead batch lost its list reference");
             }
-            if full {
-                let sh = h.shared();
-                // SAFETY: this thread owns P `p` (it just pushed to its batch), and we are not
-                // inside its `with_local`.
-                unsafe { flush_dead(sh, &sh.ps[p]) };
+            if let Unlink::Flush(p, batch) = unlink {
+                h.scheduler().unlink_batch(p, batch);
             }
         }
-        None => {
+        Unlink::Done => {
             if h.state.ref_dec(2) {
                 // SAFETY: those were the last references.
                 unsafe { (h.vtable.dealloc)(g) };
@@ -135,36 +132,44 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
     }
 }
 
-/// Puts a finished G (with the list's reference) into the current P's batch of Gs to unlink,
-/// if this thread holds a P of the G's runtime: `Some((p, batch_full))`.
-fn defer_unlink(g: GPtr) -> Option<(usize, bool)> {
-    // SAFETY: the caller holds a reference.
-    let sh = unsafe { g.as_ref() }.shared();
-    crate::context::with(|ctx| {
-        let p = crate::context::current_p_of(ctx, sh)?;
-        let pp = &sh.ps[p];
-        // SAFETY: this thread owns the P, and `push` neither polls nor drops Gs.
-        let full = unsafe { pp.with_local(|l| l.dead.push(g)) };
-        crate::p::bump(&pp.stats.dead_pending, 1);
-        Some((p, full))
-    })
+/// What a G asks of the scheduler that runs it (tokio's `task::Schedule`), so that the G layer
+/// names no scheduler type: `allocate` records the scheduler in the G's header, type-erased,
+/// and the G's vtable, instantiated for the scheduler's type, gets it back. `sched::Shared`
+/// implements it.
+pub(crate) trait Schedule: Send + Sync + 'static {
+    /// `goready`: `g` was woken while it waited; the run queue's reference is handed over.
+    fn ready(&self, g: GPtr);
+    /// The coarse clock (milliseconds) of `Header::parked_at`.
+    fn coarse_ms(&self) -> u32;
+    /// `g` completed, with the all-Gs list's reference: it leaves the list now
+    /// ([`Unlink::Done`]), or joins the current P's batch of Gs to unlink later.
+    fn unlink(&self, g: GPtr) -> Unlink;
+    /// Unlinks a batch that [`unlink`](Self::unlink) handed back ([`Unlink::Flush`]), after
+    /// the completer is done with its G: the list's references are dropped
+    /// ([`drop_list_refs`]).
+    fn unlink_batch(&self, p: usize, batch: DeadBatch);
+    /// `gfput`: the memory block (size class `class`) of a freed G.
+    fn gfput(&self, class: u8, block: gfree::Block);
+    /// A G's panic that nothing observed (its `JoinError`, dropped unread).
+    fn unobserved(&self, parent: u64, err: JoinError);
 }
 
-/// Unlinks the Gs of `p`'s dead batch from `allgs` and drops the list's references on them.
-///
-/// # Safety
-/// The calling thread owns `p` (or no M runs), and is not inside `p.with_local`.
-pub(crate) unsafe fn flush_dead(sh: &crate::sched::Shared, p: &crate::p::P) {
-    // SAFETY: caller contract; `take` neither polls nor drops Gs.
-    let (mut gs, n) = unsafe { p.with_local(|l| l.dead.take()) };
-    if n == 0 {
-        return;
-    }
-    let batch = &mut gs[..n];
-    // SAFETY: each G was pushed once, with the list's reference, and is still in the list.
-    unsafe { sh.allgs.remove_batch(batch) };
-    crate::p::bump(&p.stats.dead_pending, (n as u64).wrapping_neg());
-    for &g in batch.iter() {
+/// How a finished G leaves `allgs` (see [`Schedule::unlink`]).
+// The batch is moved into the completer's frame, once per finished G; boxing it would allocate
+// at every 32nd finish, where Go allocates nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Unlink {
+    /// Unlinked already.
+    Done,
+    /// In the current P's batch, which unlinks it later.
+    Batched,
+    /// It filled P `.0`'s batch, taken out: the completer hands it to `unlink_batch` when done.
+    Flush(usize, DeadBatch),
+}
+
+/// Drops the all-Gs list's references on Gs just unlinked from it (a batch of finished Gs).
+pub(crate) fn drop_list_refs(gs: &[GPtr]) {
+    for &g in gs {
         // SAFETY: the list's reference, which the batch held, is ours to drop.
         let h = unsafe { g.as_ref() };
         if h.state.ref_dec(1) {

@@ -6,14 +6,12 @@
 //! The block comes from the current P's free list when a block of the right size class is there
 //! (see [`gfree`](super::gfree)); that is Go's `gfget`, and freeing is `gfput`.
 
-use super::gfree::{self, Block};
+use super::gfree::{self, Block, GlobalFree};
 use super::state::State;
-use super::JoinError;
+use super::{JoinError, Schedule};
 use crate::loom::{AtomicU32, AtomicU8, Ordering, UnsafeCell};
-use crate::sched::Shared;
 use std::alloc::Layout;
 use std::future::Future;
-use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -128,8 +126,9 @@ impl std::fmt::Display for WaitReason {
 
 /// The typed operations of one G, reached through its header.
 pub(crate) struct Vtable {
-    /// Polls the future; on `Ready` (or a panic) the output is stored and `true` returned.
-    pub(crate) poll: unsafe fn(NonNull<Header>) -> bool,
+    /// Polls the future with the G's own waker (see `waker::borrowed_waker`); on `Ready` (or a
+    /// panic) the output is stored and `true` returned.
+    pub(crate) poll: unsafe fn(NonNull<Header>, &Waker) -> bool,
     /// Drops the future and stores `JoinError::Cancelled`.
     pub(crate) cancel: unsafe fn(NonNull<Header>),
     /// Drops a stored output nobody will read.
@@ -138,6 +137,11 @@ pub(crate) struct Vtable {
     pub(crate) read_output: unsafe fn(NonNull<Header>, *mut ()),
     /// Drops the cell in place and frees (or recycles) its memory.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// `Schedule::ready` on the G's scheduler (instantiated for its type: the wake path makes
+    /// no `dyn` call).
+    schedule: unsafe fn(NonNull<Header>),
+    /// The G's scheduler, from the type-erased pointer in its header.
+    scheduler: fn(*const ()) -> *const dyn Schedule,
 }
 
 /// The part of a G that does not depend on its future's type.
@@ -145,8 +149,9 @@ pub(crate) struct Vtable {
 pub(crate) struct Header {
     pub(crate) state: State,
     pub(crate) vtable: &'static Vtable,
-    /// The runtime the G belongs to; one strong count, released when the G is freed.
-    pub(crate) shared: *const Shared,
+    /// The scheduler the G belongs to (an `Arc<S>` of the `S: Schedule` it was allocated for,
+    /// type-erased; the vtable knows `S`): one strong count, released when the G is freed.
+    sched: *const (),
     /// Links in the all-Gs list (`allgs`), guarded by that list's shard lock.
     pub(crate) all_prev: UnsafeCell<Option<NonNull<Header>>>,
     pub(crate) all_next: UnsafeCell<Option<NonNull<Header>>>,
@@ -200,11 +205,24 @@ impl Header {
         Who { goid: self.goid, location: self.location }
     }
 
-    /// The runtime of this G.
-    pub(crate) fn shared(&self) -> &Shared {
-        // SAFETY: the G holds a strong count on its runtime until it is freed, and `&self`
-        // proves it has not been freed.
-        unsafe { &*self.shared }
+    /// The scheduler of this G.
+    pub(crate) fn scheduler(&self) -> &dyn Schedule {
+        // SAFETY: `sched` is the `Arc<S>` that `allocate` stored with this vtable, whose
+        // `scheduler` is instantiated for that `S`; the G holds a strong count on it until it is
+        // freed, and `&self` proves it has not been freed.
+        unsafe { &*(self.vtable.scheduler)(self.sched) }
+    }
+
+    /// `goready` on the G's scheduler (`Schedule::ready`): `g` was woken while it waited, and
+    /// the caller hands its reference over to the run queue.
+    ///
+    /// # Safety
+    /// `g` is a live G on which the caller owns a reference.
+    pub(crate) unsafe fn schedule(g: NonNull<Header>) {
+        // SAFETY: caller contract.
+        let h = unsafe { g.as_ref() };
+        // SAFETY: as in `scheduler`; the reference is handed over as the callee expects.
+        unsafe { (h.vtable.schedule)(g) }
     }
 
     pub(crate) fn wait_reason(&self) -> WaitReason {
@@ -221,13 +239,15 @@ pub(crate) const NO_PARENT: u64 = u64::MAX;
 /// Size in bytes of the G header, for the memory report.
 pub const HEADER_SIZE: usize = std::mem::size_of::<Header>();
 
-/// Allocates a G running `future` for runtime `shared`, in state [`state::INITIAL`](super::state::INITIAL).
+/// Allocates a G running `future` for scheduler `sched`, in state
+/// [`state::INITIAL`](super::state::INITIAL).
 ///
-/// `local` is the spawning P's free list, when the spawner holds a P. The `bool` says whether the
-/// memory came from a free list.
-pub(crate) fn allocate<F>(
+/// `local` is the spawning P's free list, when the spawner holds a P, and `global` the
+/// runtime's. The `bool` says whether the memory came from a free list.
+pub(crate) fn allocate<F, S: Schedule>(
     future: F,
-    shared: &StdArc<Shared>,
+    sched: &StdArc<S>,
+    global: &GlobalFree,
     goid: u64,
     parent: u64,
     location: &'static Location<'static>,
@@ -242,7 +262,7 @@ where
     let mut reused = false;
     let mem: NonNull<Cell<F>> = match class {
         Some(c) => {
-            let block = match local.and_then(|l| l.get(c, &shared.gfree)) {
+            let block = match local.and_then(|l| l.get(c, global)) {
                 Some(b) => {
                     reused = true;
                     b
@@ -263,8 +283,8 @@ where
     let cell = Cell {
         header: Header {
             state: State::new(super::state::INITIAL),
-            vtable: vtable::<F>(),
-            shared: StdArc::into_raw(shared.clone()),
+            vtable: vtable::<F, S>(),
+            sched: StdArc::into_raw(sched.clone()).cast(),
             all_prev: UnsafeCell::new(None),
             all_next: UnsafeCell::new(None),
             goid,
@@ -283,7 +303,7 @@ where
     (mem.cast(), reused)
 }
 
-fn vtable<F>() -> &'static Vtable
+fn vtable<F, S: Schedule>() -> &'static Vtable
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -293,8 +313,23 @@ where
         cancel: cancel::<F>,
         drop_output: drop_output::<F>,
         read_output: read_output::<F>,
-        dealloc: dealloc::<F>,
+        dealloc: dealloc::<F, S>,
+        schedule: schedule::<S>,
+        scheduler: scheduler::<S>,
     }
+}
+
+/// # Safety
+/// `g` is a live G allocated for an `S`, and the caller hands one reference over.
+unsafe fn schedule<S: Schedule>(g: NonNull<Header>) {
+    // SAFETY: caller contract: the header's `sched` is an `Arc<S>` that outlives this call.
+    let s = unsafe { &*g.as_ref().sched.cast::<S>() };
+    s.ready(g);
+}
+
+/// `sched`, the pointer `allocate` stored for an `S`, as a `dyn Schedule`.
+fn scheduler<S: Schedule>(sched: *const ()) -> *const dyn Schedule {
+    sched.cast::<S>() as *const dyn Schedule
 }
 
 /// # Safety
@@ -304,24 +339,12 @@ unsafe fn cell<'a, F: Future>(ptr: NonNull<Header>) -> &'a Cell<F> {
     unsafe { ptr.cast::<Cell<F>>().as_ref() }
 }
 
-/// A waker for the G that does not own a reference: valid while the caller holds one.
-///
-/// # Safety
-/// The caller must keep a reference to the G for as long as the waker (not its clones) lives.
-pub(crate) unsafe fn borrowed_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
-    // SAFETY: `super::waker::raw` builds a waker whose drop would release a reference; it is
-    // never dropped (ManuallyDrop), and clones take their own references.
-    ManuallyDrop::new(unsafe { Waker::from_raw(super::waker::raw(ptr)) })
-}
-
 /// # Safety
 /// The caller is the M that moved the G to `RUNNING`, so it has exclusive access to the stage.
-unsafe fn poll<F: Future>(ptr: NonNull<Header>) -> bool {
+unsafe fn poll<F: Future>(ptr: NonNull<Header>, waker: &Waker) -> bool {
     // SAFETY: caller contract.
     let cell = unsafe { cell::<F>(ptr) };
-    // SAFETY: the M polling holds a reference for the whole poll.
-    let waker = unsafe { borrowed_waker(ptr) };
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(waker);
     cell.stage.with_mut(|stage| {
         // SAFETY: exclusive access (RUNNING); the future is pinned inside the G's allocation,
         // which never moves and is dropped in place.
@@ -385,7 +408,7 @@ unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
     match old {
         // A panic nothing observed: goro says so (and may end the run, see `panics`).
         Stage::Finished(Err(e)) if e.is_panic() => {
-            crate::panics::unobserved(cell.header.shared(), cell.header.parent, e);
+            cell.header.scheduler().unobserved(cell.header.parent, e);
         }
         // A panicking output destructor is swallowed: there is nobody to report it to, and
         // it must not take the M down.
@@ -412,27 +435,27 @@ unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
 
 /// # Safety
 /// The G's reference count reached zero: nothing else refers to it.
-unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+unsafe fn dealloc<F: Future, S: Schedule>(ptr: NonNull<Header>) {
     let cell_ptr = ptr.cast::<Cell<F>>();
     // SAFETY: caller contract: we are the only user; read the fields needed after the drop.
-    let (class, shared) = unsafe {
+    let (class, sched) = unsafe {
         let h = &cell_ptr.as_ref().header;
-        (h.class, h.shared)
+        (h.class, h.sched.cast::<S>())
     };
     // SAFETY: the cell is initialized and nothing refers to it any more. Dropping the stage may
     // run a future's destructor (only if the G never completed, which shutdown prevents) or an
     // output's; the join waker is a plain `Waker`.
     let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(cell_ptr.as_ptr()) }));
-    // SAFETY: `shared` came from `Arc::into_raw` in `allocate`.
-    let shared = unsafe { StdArc::from_raw(shared) };
+    // SAFETY: `sched` came from `Arc::<S>::into_raw` in `allocate` (this vtable is `S`'s).
+    let sched = unsafe { StdArc::from_raw(sched) };
     if class == u8::MAX {
         // SAFETY: allocated with exactly this layout in `allocate`.
         unsafe { std::alloc::dealloc(cell_ptr.as_ptr().cast(), Layout::new::<Cell<F>>()) };
     } else {
         let block = Block::new(cell_ptr.cast());
-        crate::context::gfput(&shared, class, block);
+        sched.gfput(class, block);
     }
-    drop(shared);
+    drop(sched);
     if let Err(p) = dropped {
         std::panic::resume_unwind(p);
     }

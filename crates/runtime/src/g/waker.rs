@@ -1,19 +1,20 @@
 //! The G is its own `Waker`: the waker's data pointer is the G's header.
 //!
 //! `clone` takes a reference, `drop` releases one, and a wake runs the `NOTIFIED` transition of
-//! [`state`](super::state): only the wake that finds the G waiting enqueues it, through
-//! [`Shared::ready`](crate::sched::Shared::ready) (Go's `goready`), which puts it in the current
-//! P's `runnext` when the waker runs on an M of the G's own runtime.
+//! [`state`](super::state): only the wake that finds the G waiting enqueues it, through its
+//! scheduler's `ready` (Go's `goready`; see [`Schedule`](super::Schedule)), which puts it in the
+//! current P's `runnext` when the waker runs on an M of the G's own runtime.
 
 use super::raw::Header;
 use super::state::ToNotified;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::task::{RawWaker, RawWakerVTable};
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
 /// A raw waker for `ptr` (that does not take a reference by itself).
-pub(crate) fn raw(ptr: NonNull<Header>) -> RawWaker {
+fn raw(ptr: NonNull<Header>) -> RawWaker {
     RawWaker::new(ptr.as_ptr() as *const (), &VTABLE)
 }
 
@@ -33,7 +34,8 @@ unsafe fn wake(data: *const ()) {
     let header = unsafe { ptr.as_ref() };
     match header.state.transition_to_notified_by_val() {
         // The waker's reference is now the run queue's.
-        (ToNotified::Submit, _) => header.shared().ready(ptr),
+        // SAFETY: the waker's reference is handed over.
+        (ToNotified::Submit, _) => unsafe { Header::schedule(ptr) },
         // SAFETY: that was the last reference.
         (ToNotified::Nothing, true) => unsafe { (header.vtable.dealloc)(ptr) },
         (ToNotified::Nothing, false) => {}
@@ -46,7 +48,8 @@ unsafe fn wake_by_ref(data: *const ()) {
     // SAFETY: the waker's reference keeps the G alive.
     let header = unsafe { ptr.as_ref() };
     if header.state.transition_to_notified_by_ref() == ToNotified::Submit {
-        header.shared().ready(ptr);
+        // SAFETY: the transition took a new reference for the run queue, handed over here.
+        unsafe { Header::schedule(ptr) };
     }
 }
 
@@ -59,4 +62,14 @@ unsafe fn drop_waker(data: *const ()) {
         // SAFETY: that was the last reference.
         unsafe { (header.vtable.dealloc)(ptr) };
     }
+}
+
+/// A waker for the G that does not own a reference: valid while the caller holds one.
+///
+/// # Safety
+/// The caller must keep a reference to the G for as long as the waker (not its clones) lives.
+pub(crate) unsafe fn borrowed_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
+    // SAFETY: `raw` builds a waker whose drop would release a reference; it is
+    // never dropped (ManuallyDrop), and clones take their own references.
+    ManuallyDrop::new(unsafe { Waker::from_raw(raw(ptr)) })
 }

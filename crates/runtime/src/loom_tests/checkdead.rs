@@ -101,7 +101,7 @@ fn loom_checkdead_vs_timer() {
             let (steps, sh, timer) = (steps.clone(), sh.clone(), timer.clone());
             thread::spawn(move || {
                 let from = steps.fetch_add(1, SeqCst);
-                timer.arm(&sh, 10, 0);
+                timer.arm(&*sh, 10, 0);
                 let by = steps.fetch_add(1, SeqCst);
                 (from, by)
             })
@@ -113,10 +113,10 @@ fn loom_checkdead_vs_timer() {
             thread::spawn(move || {
                 let from = steps.fetch_add(1, SeqCst);
                 if let Some(p) = sh.pidleget() {
-                    let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::m::M::new()), None);
+                    let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
                     ctx.acquirep(p);
-                    let _enter = crate::context::enter(&ctx);
-                    crate::timer::run_timers(&sh, 0, 10);
+                    let _enter = crate::m::enter(&ctx);
+                    crate::timer::run_timers(&*sh, 0, 10);
                     let p = ctx.releasep().expect("held");
                     sh.pidleput(p);
                 }
@@ -130,7 +130,7 @@ fn loom_checkdead_vs_timer() {
         // the check must not conclude once the arming completed before it began. It must
         // conclude if neither the arming nor the M began before it ended.
         assert_sound(concluded, before, after, from.min(fire_from), by);
-        timer.stop(Some(&sh));
+        timer.stop(Some(&*sh));
         drop(h);
         settle(&sh);
     });
@@ -153,16 +153,15 @@ fn loom_checkdead_vs_g_wake() {
             thread::spawn(move || {
                 let from = steps.fetch_add(1, SeqCst);
                 let Some(p) = sh.pidleget() else { return None };
-                let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::m::M::new()), None);
+                let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
                 ctx.acquirep(p);
-                let _enter = crate::context::enter(&ctx);
+                let _enter = crate::m::enter(&ctx);
                 w.wake();
                 let by = steps.fetch_add(1, SeqCst);
                 // The M runs what its P holds before it lets the P go.
                 let ran_from = steps.fetch_add(1, SeqCst);
-                // SAFETY: this thread owns P `p`.
-                while let Some(gp) = unsafe { sh.ps[p].runq.pop_runnext() } {
-                    ctx.execute(gp, false);
+                while let Some(gp) = ctx.with_core(|c| c.runq.pop_runnext()).flatten() {
+                    ctx.execute(gp, crate::m::Slice::Fresh);
                 }
                 let p = ctx.releasep().expect("held");
                 sh.pidleput(p);

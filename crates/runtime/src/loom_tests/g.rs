@@ -79,8 +79,7 @@ pub(super) fn run_queued(sh: &Shared) -> usize {
 pub(super) fn settle(sh: &Shared) -> (usize, usize) {
     let runs = run_queued(sh);
     let mut cancelled = 0;
-    // SAFETY: no thread runs a G any more.
-    unsafe { sh.flush_all_dead() };
+    sh.flush_all_dead();
     // SAFETY: no thread runs a G any more, and each G comes with the list's reference.
     sh.allgs.close_and_drain(|gp| {
         cancelled += 1;

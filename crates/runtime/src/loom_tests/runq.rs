@@ -1,4 +1,4 @@
-//! Models of [`LocalQueue`]: the owner pushes (past [`CAP`], so the ring overflows) and pops
+//! Models of the run queue ([`Local`] and [`Steal`]): the owner pushes (past [`CAP`], so the ring overflows) and pops
 //! while thieves steal half of it into their own queues.
 //!
 //! Items are the numbers `0..n`. Every thread records the numbers it took (the owner also
@@ -6,7 +6,7 @@
 //! must have been taken exactly once: nothing lost, nothing duplicated.
 
 use super::model;
-use crate::runq::{LocalQueue, CAP};
+use crate::runq::{self, Local, Steal, CAP};
 use loom::sync::Arc;
 use loom::thread;
 use std::ptr::NonNull;
@@ -25,54 +25,40 @@ fn take(p: NonNull<usize>) -> usize {
 }
 
 /// Pushes `v` at the tail as the owner, recording an overflow batch as taken.
-///
-/// # Safety
-/// The caller owns `q`.
-unsafe fn push_back(q: &LocalQueue<usize>, v: usize, got: &mut Vec<usize>) {
-    // SAFETY: caller contract.
-    if let Some(batch) = unsafe { q.push_back(item(v)) } {
+fn push_back(q: &mut Local<usize>, v: usize, got: &mut Vec<usize>) {
+    if let Some(batch) = q.push_back(item(v)) {
         assert_eq!(batch.iter().count(), CAP / 2 + 1, "an overflow moves half the ring plus the new item");
         got.extend(batch.iter().map(take));
     }
 }
 
 /// Pushes `v` into `runnext` as the owner, recording an overflow batch as taken.
-///
-/// # Safety
-/// The caller owns `q`.
-unsafe fn push_next(q: &LocalQueue<usize>, v: usize, got: &mut Vec<usize>) {
-    // SAFETY: caller contract.
-    let (_, overflow) = unsafe { q.push_next(item(v)) };
+fn push_next(q: &mut Local<usize>, v: usize, got: &mut Vec<usize>) {
+    let (_, overflow) = q.push_next(item(v));
     if let Some(batch) = overflow {
         got.extend(batch.iter().map(take));
     }
 }
 
 /// Pops everything from the ring (owner only).
-///
-/// # Safety
-/// The caller owns `q`.
-unsafe fn pop_all(q: &LocalQueue<usize>, got: &mut Vec<usize>) {
-    // SAFETY: caller contract.
-    while let Some(p) = unsafe { q.pop() } {
+fn pop_all(q: &mut Local<usize>, got: &mut Vec<usize>) {
+    while let Some(p) = q.pop() {
         got.push(take(p));
     }
 }
 
 /// A thief: steals from `victim` into its own (empty) queue `mine`, then runs what it stole.
 /// Checks the count `steal_into` reports against what actually arrived.
-fn steal(victim: &LocalQueue<usize>, mine: &LocalQueue<usize>, runnext: bool, got: &mut Vec<usize>) {
+fn steal(victim: &Steal<usize>, mine: &mut Local<usize>, runnext: bool, got: &mut Vec<usize>) {
     // The pause before a runnext steal goes straight on: it is only a timing heuristic, and a
     // `thread::yield_now` there would make loom always let the victim run first (a yielded
     // thread is not rescheduled while another can make progress), hiding the race between the
     // victim's `pop_runnext` and the thief's CAS.
-    // SAFETY: this thread owns `mine`, which is empty.
-    let stolen = unsafe { victim.steal_into(mine, runnext, || true) };
+    let stolen = victim.steal_into(mine, runnext, || true);
     if let Some((first, n)) = stolen {
         let before = got.len();
         got.push(take(first));
-        // SAFETY: we own `mine`.
-        unsafe { pop_all(mine, got) };
+        pop_all(mine, got);
         assert_eq!(got.len() - before, n, "steal_into reported {n} items");
         assert!(n <= CAP / 2, "a thief takes at most half the ring");
     }
@@ -91,23 +77,21 @@ fn assert_each_once(mut got: Vec<usize>, n: usize) {
 fn loom_runq_push_overflow_pop_vs_steal() {
     model(|| {
         let n = CAP + 1;
-        let victim = Arc::new(LocalQueue::new());
+        let (mut victim, stealer) = runq::new();
         let thief = {
-            let victim = victim.clone();
             thread::spawn(move || {
-                let mine = LocalQueue::new();
+                let (mut mine, _) = runq::new();
                 let mut got = Vec::new();
-                steal(&victim, &mine, false, &mut got);
+                steal(&stealer, &mut mine, false, &mut got);
                 got
             })
         };
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim`.
-        unsafe {
+        {
             for v in 0..n {
-                push_back(&victim, v, &mut got);
+                push_back(&mut victim, v, &mut got);
             }
-            pop_all(&victim, &mut got);
+            pop_all(&mut victim, &mut got);
         }
         got.extend(thief.join().unwrap());
         assert!(victim.is_empty());
@@ -121,29 +105,27 @@ fn loom_runq_push_overflow_pop_vs_steal() {
 fn loom_runq_wrap_pop_vs_steal() {
     model(|| {
         let n = 6;
-        let victim = Arc::new(LocalQueue::new());
+        let (mut victim, stealer) = runq::new();
         let thief = {
-            let victim = victim.clone();
             thread::spawn(move || {
-                let mine = LocalQueue::new();
+                let (mut mine, _) = runq::new();
                 let mut got = Vec::new();
-                steal(&victim, &mine, false, &mut got);
+                steal(&stealer, &mut mine, false, &mut got);
                 got
             })
         };
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim`.
-        unsafe {
+        {
             for v in 0..3 {
-                push_back(&victim, v, &mut got);
+                push_back(&mut victim, v, &mut got);
             }
             if let Some(p) = victim.pop() {
                 got.push(take(p));
             }
             for v in 3..n {
-                push_back(&victim, v, &mut got);
+                push_back(&mut victim, v, &mut got);
             }
-            pop_all(&victim, &mut got);
+            pop_all(&mut victim, &mut got);
         }
         got.extend(thief.join().unwrap());
         assert_each_once(got, n);
@@ -159,26 +141,24 @@ fn loom_runq_wrap_pop_vs_steal() {
 fn loom_runq_runnext_vs_steal_runnext() {
     model(|| {
         let n = 3;
-        let victim = Arc::new(LocalQueue::new());
+        let (mut victim, stealer) = runq::new();
         let thief = {
-            let victim = victim.clone();
             thread::spawn(move || {
-                let mine = LocalQueue::new();
+                let (mut mine, _) = runq::new();
                 let mut got = Vec::new();
-                steal(&victim, &mine, true, &mut got);
+                steal(&stealer, &mut mine, true, &mut got);
                 got
             })
         };
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim`.
-        unsafe {
+        {
             for v in 0..n {
-                push_next(&victim, v, &mut got);
+                push_next(&mut victim, v, &mut got);
             }
             if let Some(p) = victim.pop_runnext() {
                 got.push(take(p));
             }
-            pop_all(&victim, &mut got);
+            pop_all(&mut victim, &mut got);
             // A thief may have emptied the ring before the last runnext was taken: the slot
             // must be empty by now either way.
             assert!(victim.pop_runnext().is_none());
@@ -194,21 +174,16 @@ fn loom_runq_runnext_vs_steal_runnext() {
 #[test]
 fn loom_runq_pop_runnext_vs_steal_runnext() {
     model(|| {
-        let victim = Arc::new(LocalQueue::new());
+        let (mut victim, stealer) = runq::new();
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim`.
-        unsafe { push_next(&victim, 0, &mut got) };
-        let thief = {
-            let victim = victim.clone();
-            thread::spawn(move || {
-                let mine = LocalQueue::new();
-                let mut got = Vec::new();
-                steal(&victim, &mine, true, &mut got);
-                got
-            })
-        };
-        // SAFETY: this thread owns `victim`.
-        if let Some(p) = unsafe { victim.pop_runnext() } {
+        push_next(&mut victim, 0, &mut got);
+        let thief = thread::spawn(move || {
+            let (mut mine, _) = runq::new();
+            let mut got = Vec::new();
+            steal(&stealer, &mut mine, true, &mut got);
+            got
+        });
+        if let Some(p) = victim.pop_runnext() {
             got.push(take(p));
         }
         got.extend(thief.join().unwrap());
@@ -223,26 +198,23 @@ fn loom_runq_pop_runnext_vs_steal_runnext() {
 fn loom_runq_two_thieves() {
     model(|| {
         let n = CAP + 1;
-        let victim = Arc::new(LocalQueue::new());
+        let (mut victim, stealer) = runq::new();
         let thieves: Vec<_> = (0..2)
             .map(|_| {
-                let victim = victim.clone();
+                let stealer = stealer.clone();
                 thread::spawn(move || {
-                    let mine = LocalQueue::new();
+                    let (mut mine, _) = runq::new();
                     let mut got = Vec::new();
-                    steal(&victim, &mine, false, &mut got);
+                    steal(&stealer, &mut mine, false, &mut got);
                     got
                 })
             })
             .collect();
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim`.
-        unsafe {
-            for v in 0..n {
-                push_back(&victim, v, &mut got);
-            }
-            pop_all(&victim, &mut got);
+        for v in 0..n {
+            push_back(&mut victim, v, &mut got);
         }
+        pop_all(&mut victim, &mut got);
         for t in thieves {
             got.extend(t.join().unwrap());
         }
@@ -257,34 +229,26 @@ fn loom_runq_two_thieves() {
 fn loom_runq_steal_from_a_thief() {
     model(|| {
         let n = CAP;
-        let victim = LocalQueue::new();
+        let (mut victim, victim_stealer) = runq::new();
         let mut got = Vec::new();
-        // SAFETY: this thread owns `victim` (no other thread yet).
-        unsafe {
-            for v in 0..n {
-                push_back(&victim, v, &mut got);
-            }
+        for v in 0..n {
+            push_back(&mut victim, v, &mut got);
         }
-        let queues = Arc::new((victim, LocalQueue::new()));
-        let b = {
-            let queues = queues.clone();
-            thread::spawn(move || {
-                let mine = LocalQueue::new();
-                let mut got = Vec::new();
-                steal(&queues.1, &mine, false, &mut got);
-                got
-            })
-        };
-        // This thread plays thief A: it owns `queues.1`.
-        // SAFETY: `queues.1` is ours and empty.
-        if let Some((first, _)) = unsafe { queues.0.steal_into(&queues.1, false, || true) } {
+        // This thread plays thief A, owner of `a`.
+        let (mut a, a_stealer) = runq::new();
+        let b = thread::spawn(move || {
+            let (mut mine, _) = runq::new();
+            let mut got = Vec::new();
+            steal(&a_stealer, &mut mine, false, &mut got);
+            got
+        });
+        if let Some((first, _)) = victim_stealer.steal_into(&mut a, false, || true) {
             got.push(take(first));
-            // SAFETY: we own `queues.1`.
-            unsafe { pop_all(&queues.1, &mut got) };
+            pop_all(&mut a, &mut got);
         }
         got.extend(b.join().unwrap());
-        // SAFETY: all other threads are done; the owner's queue is ours to empty.
-        unsafe { pop_all(&queues.0, &mut got) };
+        // All other threads are done: the owner empties its queue.
+        pop_all(&mut victim, &mut got);
         assert_each_once(got, n);
     });
 }
@@ -296,34 +260,28 @@ fn loom_runq_steal_from_a_thief() {
 #[test]
 fn loom_runq_is_empty_never_misses_a_queued_item() {
     model(|| {
-        let q = Arc::new(LocalQueue::new());
+        let (mut q, stealer) = runq::new();
         let queued = Arc::new(loom::sync::atomic::AtomicBool::new(false));
         let observer = {
-            let (q, queued) = (q.clone(), queued.clone());
+            let queued = queued.clone();
             thread::spawn(move || {
                 if queued.load(crate::loom::Ordering::Acquire) {
-                    assert!(!q.is_empty(), "a queued item was missed");
+                    assert!(!stealer.is_empty(), "a queued item was missed");
                 }
-                assert!(q.len() <= CAP);
+                assert!(stealer.len() <= CAP);
             })
         };
         let mut got = Vec::new();
-        // SAFETY: this thread owns `q`.
-        unsafe {
-            push_next(&q, 0, &mut got);
-            queued.store(true, crate::loom::Ordering::Release);
-            // 0 moves to the ring, 1 to runnext.
-            push_next(&q, 1, &mut got);
-            push_next(&q, 2, &mut got);
-        }
+        push_next(&mut q, 0, &mut got);
+        queued.store(true, crate::loom::Ordering::Release);
+        // 0 moves to the ring, 1 to runnext.
+        push_next(&mut q, 1, &mut got);
+        push_next(&mut q, 2, &mut got);
         observer.join().unwrap();
-        // SAFETY: the observer is done; we own `q`.
-        unsafe {
-            if let Some(p) = q.pop_runnext() {
-                got.push(take(p));
-            }
-            pop_all(&q, &mut got);
+        if let Some(p) = q.pop_runnext() {
+            got.push(take(p));
         }
+        pop_all(&mut q, &mut got);
         assert_each_once(got, 3);
     });
 }

@@ -199,9 +199,9 @@ fn loom_sched_detached_g_at_shutdown() {
 }
 
 /// `goro::syscall` in the main G races sysmon's retake of its P: exactly one of
-/// `exitsyscall`'s CAS and the retake's CAS wins, so the P is neither owned twice (two Ms
-/// would both write its `PLocal`, a loom cell: loom reports it) nor lost (the G spawned after
-/// the syscall would never run: loom reports the deadlock).
+/// `exitsyscall`'s CAS and the retake's CAS wins, so the P is neither owned twice (the second M
+/// to take its `PCore` would find the slot empty and panic) nor lost (the G spawned after the
+/// syscall would never run: loom reports the deadlock).
 #[test]
 fn loom_sched_syscall_vs_retake() {
     model(|| {

@@ -45,7 +45,7 @@ fn counting(runs: &Arc<AtomicUsize>, keep_going: bool) -> StdArc<TimerCore> {
 /// An M running P0's heap at `now`, on a thread of its own.
 fn m(sh: &StdArc<Shared>, now: Nanos) -> thread::JoinHandle<usize> {
     let sh = sh.clone();
-    thread::spawn(move || timer::run_timers(&sh, 0, now))
+    thread::spawn(move || timer::run_timers(&*sh, 0, now))
 }
 
 /// Once every thread is joined: the deadlines of P0's live entries, after checking that the
@@ -67,7 +67,7 @@ fn census_of(sh: &Shared, p: usize) -> Vec<Nanos> {
 /// no Ms). Returns the spare's index.
 fn detach_p0(sh: &Shared) -> usize {
     use crate::loom::Ordering::Relaxed;
-    sh.nmspinning.fetch_add(1, SeqCst);
+    sh.idle.spinning_start();
     let polls = 1; // one poll running
     sh.ps[0].stats.polls.store(polls, Relaxed);
     assert!(crate::sysmon::detach(sh, 0, polls, 1), "detach refused");
@@ -81,9 +81,10 @@ fn detach_p0(sh: &Shared) -> usize {
 fn stuck_m(sh: &StdArc<Shared>, f: impl FnOnce(&crate::m::MCtx) + Send + 'static) -> thread::JoinHandle<()> {
     let sh = sh.clone();
     thread::spawn(move || {
-        let ctx = crate::m::MCtx::new(sh, StdArc::new(crate::m::M::new()), None);
-        ctx.p.set(Some(0));
-        let _enter = crate::context::enter(&ctx);
+        let ctx = crate::m::MCtx::new(sh, StdArc::new(crate::idle::M::new()), None);
+        // P0 is taken (every P is, see `shared`) and stays `P_RUNNING`: only its core moves here.
+        ctx.hold(0);
+        let _enter = crate::m::enter(&ctx);
         f(&ctx);
     })
 }
@@ -98,12 +99,12 @@ fn loom_timer_moves_with_a_detached_p() {
         let sh = shared();
         let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let t1 = counting(&r1, true);
-        t1.arm(&sh, 10, 0);
+        t1.arm(&*sh, 10, 0);
         let t2 = counting(&r2, true);
         // Its poll never returns (within the model): only the arming's own move (rule 2) can
         // take this timer off P0.
         let stuck = stuck_m(&sh, move |ctx| {
-            t2.arm(&ctx.shared, 20, 0);
+            t2.arm(&*ctx.shared, 20, 0);
         });
         let thief = m(&sh, 10);
         let spare = detach_p0(&sh);
@@ -115,7 +116,7 @@ fn loom_timer_moves_with_a_detached_p() {
         assert_eq!(n1 + usize::from(live.contains(&10)), 1, "t1 fired {n1} times, live on the spare: {live:?}");
         assert!(live.contains(&20), "the stuck G's timer is not on the spare: {live:?}");
         assert_eq!(fired, n1);
-        assert_eq!(timer::run_timers(&sh, spare, 1_000), live.len());
+        assert_eq!(timer::run_timers(&*sh, spare, 1_000), live.len());
         assert_eq!((r1.load(SeqCst), r2.load(SeqCst)), (1, 1));
     });
 }
@@ -129,7 +130,7 @@ fn loom_timer_ticker_fired_on_a_detached_p_moves() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        t.arm(&sh, 10, 10);
+        t.arm(&*sh, 10, 10);
         // Its poll returns: it gives P0 up if detached (`check_detached`: P0 becomes a spare,
         // its timers move to a P in use).
         let stuck = stuck_m(&sh, |ctx| ctx.check_detached(None));
@@ -141,7 +142,7 @@ fn loom_timer_ticker_fired_on_a_detached_p_moves() {
         let live = census_of(&sh, spare);
         assert_eq!(fired, runs.load(SeqCst));
         assert_eq!(live, [if fired == 1 { 20 } else { 10 }], "the ticker's entries: {live:?}");
-        assert!(t.stop(Some(&sh)));
+        assert!(t.stop(Some(&*sh)));
         assert!(census_of(&sh, spare).is_empty());
     });
 }
@@ -154,9 +155,9 @@ fn loom_timer_stop_racing_fire() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        assert!(!t.arm(&sh, 10, 0), "a new timer was not armed");
+        assert!(!t.arm(&*sh, 10, 0), "a new timer was not armed");
         let m = m(&sh, 10);
-        let stopped = t.stop(Some(&sh));
+        let stopped = t.stop(Some(&*sh));
         let runs_at_stop = runs.load(SeqCst);
         let fired = m.join().unwrap();
         let ran = runs.load(SeqCst);
@@ -166,7 +167,7 @@ fn loom_timer_stop_racing_fire() {
         // firing took the timer's lock: an upper bound.
         assert!(fired >= ran && fired <= 1, "run_timers reported {fired} firings, the action ran {ran} times");
         assert!(!t.is_armed());
-        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+        assert_eq!(timer::run_timers(&*sh, 0, 1_000), 0);
         assert_eq!(runs.load(SeqCst), ran);
         assert!(census(&sh).is_empty());
     });
@@ -181,17 +182,17 @@ fn loom_timer_rearm_racing_fire() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        t.arm(&sh, 10, 0);
+        t.arm(&*sh, 10, 0);
         let m = m(&sh, 10);
-        let was = t.arm(&sh, 20, 0);
+        let was = t.arm(&*sh, 20, 0);
         let runs_at_rearm = runs.load(SeqCst);
         let fired = m.join().unwrap();
         assert_eq!(was, runs_at_rearm == 0, "arm's result disagrees with the first arming's fate");
         assert_eq!(runs.load(SeqCst), runs_at_rearm, "the first arming fired after arm returned");
         assert!(fired >= runs_at_rearm && fired <= 1);
-        assert_eq!(timer::run_timers(&sh, 0, 19), 0, "fired before the new deadline");
+        assert_eq!(timer::run_timers(&*sh, 0, 19), 0, "fired before the new deadline");
         assert_eq!(census(&sh), [20]);
-        assert_eq!(timer::run_timers(&sh, 0, 20), 1);
+        assert_eq!(timer::run_timers(&*sh, 0, 20), 1);
         assert_eq!(runs.load(SeqCst), runs_at_rearm + 1);
         assert!(census(&sh).is_empty());
     });
@@ -205,11 +206,11 @@ fn loom_timer_rearm_earlier_racing_fire() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        t.arm(&sh, 10, 0);
+        t.arm(&*sh, 10, 0);
         let m = m(&sh, 10);
-        let was = t.arm(&sh, 5, 0);
+        let was = t.arm(&*sh, 5, 0);
         m.join().unwrap();
-        timer::run_timers(&sh, 0, 1_000);
+        timer::run_timers(&*sh, 0, 1_000);
         assert_eq!(runs.load(SeqCst), usize::from(!was) + 1, "was pending: {was}");
         assert!(!t.is_armed());
         assert!(census(&sh).is_empty());
@@ -224,10 +225,10 @@ fn loom_timer_two_ms_one_heap() {
         let sh = shared();
         let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (t1, t2) = (counting(&r1, true), counting(&r2, true));
-        t1.arm(&sh, 5, 0);
-        t2.arm(&sh, 10, 0);
+        t1.arm(&*sh, 5, 0);
+        t2.arm(&*sh, 10, 0);
         let (a, b) = (m(&sh, 10), m(&sh, 10));
-        let stopped = t2.stop(Some(&sh));
+        let stopped = t2.stop(Some(&*sh));
         let fired = a.join().unwrap() + b.join().unwrap();
         let (n1, n2) = (r1.load(SeqCst), r2.load(SeqCst));
         assert_eq!(n1, 1, "t1 fired {n1} times");
@@ -245,9 +246,9 @@ fn loom_timer_periodic_stop() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        t.arm(&sh, 10, 10);
+        t.arm(&*sh, 10, 10);
         let (a, b) = (m(&sh, 10), m(&sh, 25));
-        let stopped = t.stop(Some(&sh));
+        let stopped = t.stop(Some(&*sh));
         let runs_at_stop = runs.load(SeqCst);
         a.join().unwrap();
         b.join().unwrap();
@@ -255,7 +256,7 @@ fn loom_timer_periodic_stop() {
         assert_eq!(runs.load(SeqCst), runs_at_stop, "a tick after stop returned");
         assert!(runs_at_stop <= 2);
         assert!(census(&sh).is_empty(), "a stopped ticker left a live entry");
-        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+        assert_eq!(timer::run_timers(&*sh, 0, 1_000), 0);
     });
 }
 
@@ -268,7 +269,7 @@ fn loom_timer_periodic_two_ms() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, true);
-        t.arm(&sh, 10, 10);
+        t.arm(&*sh, 10, 10);
         let (a, b) = (m(&sh, 10), m(&sh, 25));
         let fired = a.join().unwrap() + b.join().unwrap();
         let n = runs.load(SeqCst);
@@ -280,9 +281,9 @@ fn loom_timer_periodic_two_ms() {
             2 => assert_eq!(live[0], 30, "next tick at {}", live[0]),
             _ => panic!("{n} ticks from firings at 10 and 25"),
         }
-        assert_eq!(timer::run_timers(&sh, 0, 1_005), 1, "a missed period fired on its own");
+        assert_eq!(timer::run_timers(&*sh, 0, 1_005), 1, "a missed period fired on its own");
         assert_eq!(census(&sh), [1_010]);
-        assert!(t.stop(Some(&sh)));
+        assert!(t.stop(Some(&*sh)));
     });
 }
 
@@ -295,9 +296,9 @@ fn loom_timer_periodic_self_stop() {
         let sh = shared();
         let runs = Arc::new(AtomicUsize::new(0));
         let t = counting(&runs, false);
-        t.arm(&sh, 10, 10);
+        t.arm(&*sh, 10, 10);
         let (a, b) = (m(&sh, 10), m(&sh, 25));
-        let stopped = t.stop(Some(&sh));
+        let stopped = t.stop(Some(&*sh));
         let runs_at_stop = runs.load(SeqCst);
         a.join().unwrap();
         b.join().unwrap();
@@ -306,7 +307,7 @@ fn loom_timer_periodic_self_stop() {
         assert_eq!(n + usize::from(stopped), 1, "stopped: {stopped}, ticks: {n}");
         assert!(!t.is_armed());
         assert!(census(&sh).is_empty());
-        assert_eq!(timer::run_timers(&sh, 0, 1_000), 0);
+        assert_eq!(timer::run_timers(&*sh, 0, 1_000), 0);
     });
 }
 
@@ -329,7 +330,7 @@ fn loom_timer_waker_racing_fire() {
         let old = Waker::from(StdArc::new(CountWake(w1.clone())));
         let new = Waker::from(StdArc::new(CountWake(w2.clone())));
         let t = StdArc::new(TimerCore::new(Action::Wake(Some(old))));
-        t.arm(&sh, 10, 0);
+        t.arm(&*sh, 10, 0);
         let m = m(&sh, 10);
         let pending = t.set_waker(&new);
         assert_eq!(m.join().unwrap(), 1);

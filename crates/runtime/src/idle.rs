@@ -1,0 +1,243 @@
+//! What waits for work, and who looks for it: the idle Ps (Go's `sched.pidle`, `npidle`), the
+//! sleeping Ms (`sched.midle`, `nmidle`), the spinning count (`sched.nmspinning`), and two lists
+//! of goro's own: the Ms back from a syscall that wait for a P, and the spare P slots that
+//! replace a P whose M is stuck in one poll (see `sysmon`).
+//!
+//! The lists live under one lock, the scheduler lock (Go's `sched.lock`): [`Idle::lock`] returns
+//! the [`Locked`] view, whose methods are Go's `pidleget`/`pidleput`/`mget`/`mput`. Each counter
+//! that others read without the lock (`npidle`, `nmidle`, the number of syscall waiters) is
+//! changed only by the method that changes its list, in the same critical section, so it is
+//! derived from the list, never kept in step by hand. `nmspinning` has no list: Ms count
+//! themselves in and out of it (see `sched`'s "No lost wake-ups" for the fences around it).
+//!
+//! A P's status is the P's business: the callers in `sched` set it as they move the P.
+//!
+//! [`M`] is what others see of an M: its parker, and the slot through which whoever wakes it
+//! hands it a P.
+
+use crate::loom::{AtomicBool, AtomicUsize, Mutex, MutexGuard, Ordering::*};
+use crate::park::Parker;
+use crossbeam_utils::CachePadded;
+use std::sync::Arc as StdArc;
+
+/// Whether an M is started (or handed a P) as a spinning one: sent to look for work, counted
+/// in `nmspinning` by whoever starts it (Go's `m.spinning` argument of `startm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spinning {
+    Yes,
+    No,
+}
+
+const NO_P: usize = usize::MAX;
+
+/// The part of an M that other threads touch: its parker and the hand-off slot.
+pub(crate) struct M {
+    pub(crate) parker: Parker,
+    /// The P handed to this M by `startm` (Go's `m.nextp`), or `NO_P`; written under the
+    /// scheduler lock before the unpark.
+    nextp: AtomicUsize,
+    /// Whether the hand-off made this M a spinning one.
+    next_spinning: AtomicBool,
+    /// Set while this M sleeps in the netpoller rather than on its parker (only matters for M0,
+    /// whose main future's waker must then wake the poller).
+    in_netpoll: AtomicBool,
+}
+
+impl M {
+    pub(crate) fn new() -> M {
+        M {
+            parker: Parker::new(),
+            nextp: AtomicUsize::new(NO_P),
+            next_spinning: AtomicBool::new(false),
+            in_netpoll: AtomicBool::new(false),
+        }
+    }
+
+    /// Called by `startm` under the scheduler lock.
+    pub(crate) fn hand(&self, p: usize, spinning: Spinning) {
+        self.next_spinning.store(spinning == Spinning::Yes, Relaxed);
+        self.nextp.store(p, Release);
+    }
+
+    pub(crate) fn take_hand(&self) -> Option<(usize, Spinning)> {
+        let p = self.nextp.swap(NO_P, Acquire);
+        let spinning = if self.next_spinning.load(Relaxed) { Spinning::Yes } else { Spinning::No };
+        (p != NO_P).then_some((p, spinning))
+    }
+
+    /// Whether this M sleeps in the netpoller (`SeqCst`: see `MainState::wake_by_ref`).
+    pub(crate) fn in_netpoll(&self) -> bool {
+        self.in_netpoll.load(SeqCst)
+    }
+
+    /// This M goes to sleep in the netpoller (`true`) or is back from it.
+    pub(crate) fn set_in_netpoll(&self, on: bool) {
+        self.in_netpoll.store(on, SeqCst);
+    }
+}
+
+pub(crate) struct Idle {
+    lists: Mutex<Lists>,
+    /// `lists.pidle.len()`, read without the lock (Go's `sched.npidle`).
+    npidle: CachePadded<AtomicUsize>,
+    /// Ms looking for work (Go's `sched.nmspinning`).
+    nmspinning: CachePadded<AtomicUsize>,
+    /// `lists.midle.len()` (Go's `sched.nmidle`), for schedtrace and metrics.
+    nmidle: AtomicUsize,
+    /// `lists.syscall_waiters.len()`: `findrunnable` looks at it every 61st tick to give its P
+    /// to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
+    nwaiters: AtomicUsize,
+}
+
+struct Lists {
+    /// Idle Ps, popped from the back (Go's `sched.pidle`).
+    pidle: Vec<usize>,
+    /// Sleeping Ms (Go's `sched.midle`).
+    midle: Vec<StdArc<M>>,
+    /// Ms back from a syscall whose P was retaken, waiting for one: an idle P goes to them
+    /// first (Go puts their G on the global queue instead; a future cannot leave its M
+    /// mid-poll, so the M waits).
+    syscall_waiters: Vec<StdArc<M>>,
+    /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
+    spare: Vec<usize>,
+}
+
+/// The lists, with the scheduler lock held.
+pub(crate) struct Locked<'a> {
+    lists: MutexGuard<'a, Lists>,
+    idle: &'a Idle,
+}
+
+impl Idle {
+    /// `procs` Ps idle (P0 handed out first), and the slots `procs..slots` spare.
+    pub(crate) fn new(procs: usize, slots: usize) -> Idle {
+        Idle {
+            lists: Mutex::new(Lists {
+                pidle: (0..procs).rev().collect(),
+                midle: Vec::new(),
+                syscall_waiters: Vec::new(),
+                spare: (procs..slots).rev().collect(),
+            }),
+            npidle: CachePadded::new(AtomicUsize::new(procs)),
+            nmspinning: CachePadded::new(AtomicUsize::new(0)),
+            nmidle: AtomicUsize::new(0),
+            nwaiters: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes the scheduler lock.
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked { lists: self.lists.lock(), idle: self }
+    }
+
+    /// Idle Ps (Go's `sched.npidle`), `SeqCst`: the wake-up protocol's reads.
+    #[inline]
+    pub(crate) fn npidle(&self) -> usize {
+        self.npidle.load(SeqCst)
+    }
+
+    /// Spinning Ms (Go's `sched.nmspinning`), `SeqCst`.
+    #[inline]
+    pub(crate) fn nmspinning(&self) -> usize {
+        self.nmspinning.load(SeqCst)
+    }
+
+    /// Sleeping Ms.
+    pub(crate) fn nmidle(&self) -> usize {
+        self.nmidle.load(Relaxed)
+    }
+
+    /// Ms back from a syscall waiting for a P.
+    #[inline]
+    pub(crate) fn syscall_waiting(&self) -> usize {
+        self.nwaiters.load(SeqCst)
+    }
+
+    /// An M starts spinning (counts itself in).
+    pub(crate) fn spinning_start(&self) {
+        self.nmspinning.fetch_add(1, SeqCst);
+    }
+
+    /// An M stops spinning (or a spinning start is given back); returns the count before.
+    pub(crate) fn spinning_stop(&self) -> usize {
+        let before = self.nmspinning.fetch_sub(1, SeqCst);
+        debug_assert!(before > 0, "goro: negative nmspinning");
+        before
+    }
+
+    /// Counts a spinning M in if none spins (`wakep`, `handoffp`): only one is started at a
+    /// time.
+    pub(crate) fn first_spinner(&self) -> bool {
+        self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_ok()
+    }
+}
+
+impl Locked<'_> {
+    /// Go's `pidleget`: an idle P, if any.
+    pub(crate) fn pidleget(&mut self) -> Option<usize> {
+        let p = self.lists.pidle.pop()?;
+        self.idle.npidle.fetch_sub(1, SeqCst);
+        Some(p)
+    }
+
+    /// Go's `pidleput`: P `p` is idle.
+    pub(crate) fn pidleput(&mut self, p: usize) {
+        self.lists.pidle.push(p);
+        self.idle.npidle.fetch_add(1, SeqCst);
+    }
+
+    /// Go's `mget`: a sleeping M, taken off the list.
+    pub(crate) fn mget(&mut self) -> Option<StdArc<M>> {
+        let m = self.lists.midle.pop()?;
+        self.idle.nmidle.fetch_sub(1, Relaxed);
+        Some(m)
+    }
+
+    /// Go's `mput`: `m` is about to sleep until handed a P.
+    pub(crate) fn mput(&mut self, m: StdArc<M>) {
+        self.lists.midle.push(m);
+        self.idle.nmidle.fetch_add(1, Relaxed);
+    }
+
+    /// Takes `m` off the sleeping list (it leaves for another reason than a hand-off).
+    pub(crate) fn mremove(&mut self, m: &StdArc<M>) {
+        let before = self.lists.midle.len();
+        self.lists.midle.retain(|x| !StdArc::ptr_eq(x, m));
+        self.idle.nmidle.fetch_sub(before - self.lists.midle.len(), Relaxed);
+    }
+
+    /// An M back from a syscall that waits for a P (the latest): the next to get one.
+    pub(crate) fn waiter_get(&mut self) -> Option<StdArc<M>> {
+        let m = self.lists.syscall_waiters.pop()?;
+        self.idle.nwaiters.fetch_sub(1, SeqCst);
+        Some(m)
+    }
+
+    /// `m` waits for a P after a syscall.
+    pub(crate) fn waiter_put(&mut self, m: StdArc<M>) {
+        self.lists.syscall_waiters.push(m);
+        self.idle.nwaiters.fetch_add(1, SeqCst);
+    }
+
+    /// Takes `m` off the waiting list (shutdown).
+    pub(crate) fn waiter_remove(&mut self, m: &StdArc<M>) {
+        let before = self.lists.syscall_waiters.len();
+        self.lists.syscall_waiters.retain(|x| !StdArc::ptr_eq(x, m));
+        self.idle.nwaiters.fetch_sub(before - self.lists.syscall_waiters.len(), SeqCst);
+    }
+
+    /// A spare P slot, if any is left.
+    pub(crate) fn spare_get(&mut self) -> Option<usize> {
+        self.lists.spare.pop()
+    }
+
+    /// P slot `p` is spare again.
+    pub(crate) fn spare_put(&mut self, p: usize) {
+        self.lists.spare.push(p);
+    }
+
+    /// Every M asleep in either list (shutdown wakes them all).
+    pub(crate) fn sleeping_ms(&self) -> impl Iterator<Item = &StdArc<M>> {
+        self.lists.midle.iter().chain(self.lists.syscall_waiters.iter())
+    }
+}
