@@ -32,20 +32,16 @@
 //! `cargo bench -p goro-benches --bench chan -- kanal` runs only the kanal rows, `-- W5` only
 //! W5.
 
-use std::cell::OnceCell;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion};
 
-/// Worker threads / Ps on every system (BENCHMARKS.md: the size of the machines here).
-const WORKERS: usize = 2;
 /// W4: round trips per run.
 const PINGPONGS: u64 = 200_000;
 /// W5: messages per run, and the channel's capacity (W5, W6).
@@ -59,9 +55,10 @@ const MPMC_UNBUFFERED_MSGS: u64 = 400_000;
 const FANIN_MSGS: u64 = 1_000_000;
 const FANIN_CAP: usize = 16;
 
-#[path = "common/signal.rs"]
-mod signal;
-use signal::Signal;
+#[path = "common/mod.rs"]
+mod common;
+use common::exec::{group, row, Exec, Goro, Runtimes, Tokio};
+use common::signal::Signal;
 
 /// How one run ends: every task reports once (a consumer with the sum and count of the values
 /// it received, a producer with zeros); the last report wakes main, which checks the totals.
@@ -99,41 +96,18 @@ impl Tally {
     }
 }
 
-/// What a workload needs from a runtime: spawn a detached task from inside it, and run the
-/// workload's main as a task on it.
-trait Exec: 'static {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration;
-}
-
-struct Tokio;
-impl Exec for Tokio {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(tokio::spawn(fut)); // dropping the handle detaches the task
-    }
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration {
-        // The workload's main is a task on the runtime, not the block_on thread.
-        let rt = rts.tokio();
-        rt.block_on(rt.spawn(fut)).unwrap()
-    }
-}
-
-struct Goro;
-impl Exec for Goro {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(goro::go(fut)); // dropping the handle detaches the G, as in Go
-    }
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration {
-        // block_on runs its future as the main G on this thread.
-        rts.goro().block_on(fut)
-    }
-}
-
-/// Plain OS threads: each task gets its own thread, main runs on the calling thread.
+/// Plain OS threads: each task gets its own thread, main runs on the calling thread; a yield or
+/// a sleep blocks the thread, as the channel calls do.
 struct Threads;
 impl Exec for Threads {
     fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
         drop(std::thread::spawn(move || block_on_thread(fut))); // detached
+    }
+    async fn yield_now() {
+        std::thread::yield_now();
+    }
+    async fn sleep(d: Duration) {
+        std::thread::sleep(d);
     }
     fn main<F: Future<Output = Duration> + Send + 'static>(_: &Runtimes, fut: F) -> Duration {
         block_on_thread(fut)
@@ -517,58 +491,6 @@ async fn select_fanin<E: Exec, C: Select2>() {
         });
     }
     tally.wait_and_check(W8, FANIN_MSGS).await;
-}
-
-/// Runs `iters` runs of `run` back to back inside the calling (main) task and returns their
-/// total time.
-async fn timed<F: Future<Output = ()>>(iters: u64, run: fn() -> F) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..iters {
-        let start = Instant::now();
-        run().await;
-        total += start.elapsed();
-    }
-    total
-}
-
-/// The runtimes, each built on first use (so a `-- crossbeam` run builds neither).
-#[derive(Default)]
-struct Runtimes {
-    tokio: OnceCell<tokio::runtime::Runtime>,
-    goro: OnceCell<goro::Runtime>,
-}
-
-impl Runtimes {
-    fn tokio(&self) -> &tokio::runtime::Runtime {
-        self.tokio.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).build().expect("tokio runtime")
-        })
-    }
-
-    fn goro(&self) -> &goro::Runtime {
-        self.goro.get_or_init(|| goro::Builder::new().max_procs(WORKERS).build().expect("goro runtime"))
-    }
-}
-
-/// One row: `run` (one run of the workload, for executor `E`) timed inside `E`'s main task.
-fn row<E: Exec, F: Future<Output = ()> + Send + 'static>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    rts: &Runtimes,
-    run: fn() -> F,
-) {
-    g.bench_function(name, |b| b.iter_custom(|iters| E::main(rts, timed(iters, run))));
-}
-
-/// A group reported per unit; each run takes tens to hundreds of ms, so flat sampling.
-fn group<'a>(c: &'a mut Criterion, name: &str, units: u64) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.throughput(Throughput::Elements(units))
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    g
 }
 
 /// W4–W7: a row per channel.

@@ -27,8 +27,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
-/// Worker threads / Ps on both systems.
-const WORKERS: usize = 2;
+#[path = "common/mod.rs"]
+mod common;
+use common::exec::{Exec, Goro, Tokio, WORKERS};
+
 /// Round trips per run.
 const ROUND_TRIPS: u64 = 50_000;
 /// Bytes per message.
@@ -44,20 +46,19 @@ fn message(i: u64) -> [u8; MSG] {
     m
 }
 
-/// What a row needs: a listener, a connection, and the two halves of the echo.
-trait System: 'static {
+/// What a row needs besides spawning a task: a listener, a connection, and the two halves of
+/// the echo.
+trait System: Exec {
     type Listener: Send + 'static;
     type Stream: Send + 'static;
     fn bind() -> impl Future<Output = (Self::Listener, SocketAddr)> + Send;
     fn accept(ln: Self::Listener) -> impl Future<Output = Self::Stream> + Send;
     fn connect(addr: SocketAddr) -> impl Future<Output = Self::Stream> + Send;
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
     /// Reads one message; `false` at end of stream.
     fn read_msg<'a>(s: &'a mut Self::Stream, buf: &'a mut [u8; MSG]) -> impl Future<Output = bool> + Send + 'a;
     fn write_msg<'a>(s: &'a mut Self::Stream, buf: &'a [u8; MSG]) -> impl Future<Output = ()> + Send + 'a;
 }
 
-struct Goro;
 impl System for Goro {
     type Listener = goro::net::TcpListener;
     type Stream = goro::net::TcpStream;
@@ -76,9 +77,6 @@ impl System for Goro {
         s.set_nodelay(true).unwrap();
         s
     }
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(goro::go(fut));
-    }
     async fn read_msg<'a>(s: &'a mut Self::Stream, buf: &'a mut [u8; MSG]) -> bool {
         match s.read_exact(buf).await {
             Ok(()) => true,
@@ -91,7 +89,6 @@ impl System for Goro {
     }
 }
 
-struct Tokio;
 impl System for Tokio {
     type Listener = tokio::net::TcpListener;
     type Stream = tokio::net::TcpStream;
@@ -109,9 +106,6 @@ impl System for Tokio {
         let s = tokio::net::TcpStream::connect(addr).await.expect("tokio connect");
         s.set_nodelay(true).unwrap();
         s
-    }
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(tokio::spawn(fut));
     }
     async fn read_msg<'a>(s: &'a mut Self::Stream, buf: &'a mut [u8; MSG]) -> bool {
         use tokio::io::AsyncReadExt;

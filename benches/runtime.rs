@@ -16,7 +16,6 @@
 //! `cargo bench -p goro-benches --bench runtime -- tokio` runs only the tokio rows, `-- goro`
 //! only goro's.
 
-use std::cell::OnceCell;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,8 +23,6 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-/// Worker threads / Ps on every system (BENCHMARKS.md: the size of the machines here).
-const WORKERS: usize = 2;
 /// W1 and W2: Gs per run.
 const SPAWNS: usize = 100_000;
 /// W3: Gs, and yields per G.
@@ -35,42 +32,10 @@ const YIELDS: usize = 1_000;
 const TIMER_GS: usize = 100_000;
 const TIMER_SLEEP: Duration = Duration::from_millis(1);
 
-#[path = "common/signal.rs"]
-mod signal;
-use signal::Signal;
-
-/// What a workload needs from a runtime: spawn a detached task from inside it, yield, sleep.
-trait Exec: 'static {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
-    fn yield_now() -> impl Future<Output = ()> + Send;
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
-}
-
-struct Tokio;
-impl Exec for Tokio {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(tokio::spawn(fut)); // dropping the handle detaches the task
-    }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
-    }
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
-        tokio::time::sleep(d)
-    }
-}
-
-struct Goro;
-impl Exec for Goro {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(goro::go(fut)); // dropping the handle detaches the G, as in Go
-    }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        goro::yield_now()
-    }
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
-        goro::time::sleep(d)
-    }
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::exec::{Exec, Goro, Runtimes, Tokio};
+use common::signal::Signal;
 
 /// A shared countdown: the task that brings `count` to `target` sets `done`.
 struct Counter {
@@ -199,37 +164,6 @@ async fn timed<W: Workload, E: Exec>(iters: u64) -> Duration {
         total += elapsed - W::FLOOR;
     }
     total
-}
-
-/// The two systems' runtimes, each built on first use (so a `-- tokio` run never builds goro's).
-#[derive(Default)]
-struct Runtimes {
-    tokio: OnceCell<tokio::runtime::Runtime>,
-    tokio_time: OnceCell<tokio::runtime::Runtime>,
-    goro: OnceCell<goro::Runtime>,
-}
-
-impl Runtimes {
-    fn tokio(&self) -> &tokio::runtime::Runtime {
-        self.tokio.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).build().expect("tokio runtime")
-        })
-    }
-
-    /// The same with tokio's time driver, for W15.
-    fn tokio_time(&self) -> &tokio::runtime::Runtime {
-        self.tokio_time.get_or_init(|| {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(WORKERS).enable_time().build().expect("tokio runtime")
-        })
-    }
-
-    fn goro(&self) -> &goro::Runtime {
-        self.goro.get_or_init(|| {
-            let b = goro::Builder::new().max_procs(WORKERS);
-            b.build().expect("goro runtime")
-        })
-    }
 }
 
 /// One workload's group: a `tokio` row and a `goro` row, reported per unit.

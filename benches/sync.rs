@@ -57,7 +57,6 @@
 //! `cargo bench -p goro-benches --bench sync -- dashmap` runs only the dashmap rows, `-- W10`
 //! only W10.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
@@ -66,10 +65,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 
-/// Worker threads / Ps on every system (BENCHMARKS.md: the size of the machines here).
-const WORKERS: usize = 2;
 /// W9: tasks, and `add(1)`/`done()` pairs per task.
 const WG_TASKS: u64 = 4;
 const WG_PAIRS: u64 = 250_000;
@@ -79,9 +76,10 @@ const MUTEX_INCREMENTS: u64 = 250_000;
 /// W11–W14: tasks per run.
 const MAP_TASKS: u64 = 2;
 
-#[path = "common/signal.rs"]
-mod signal;
-use signal::Signal;
+#[path = "common/mod.rs"]
+mod common;
+use common::exec::{group, row, Exec, Goro, Runtimes, Tokio};
+use common::signal::Signal;
 
 /// How one run ends: every task reports once, with two counts of what it did (e.g. hits and
 /// misses); the last report wakes main, which checks the totals.
@@ -114,36 +112,6 @@ impl Tally {
     async fn wait(&self) -> (u64, u64) {
         self.done.wait().await;
         (self.a.load(Ordering::Relaxed), self.b.load(Ordering::Relaxed))
-    }
-}
-
-/// What a workload needs from a runtime: spawn a detached task from inside it, and run the
-/// workload's main as a task on it.
-trait Exec: 'static {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F);
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration;
-}
-
-struct Tokio;
-impl Exec for Tokio {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(tokio::spawn(fut)); // dropping the handle detaches the task
-    }
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration {
-        // The workload's main is a task on the runtime, not the block_on thread.
-        let rt = rts.tokio();
-        rt.block_on(rt.spawn(fut)).unwrap()
-    }
-}
-
-struct Goro;
-impl Exec for Goro {
-    fn spawn<F: Future<Output = ()> + Send + 'static>(fut: F) {
-        drop(goro::go(fut)); // dropping the handle detaches the G, as in Go
-    }
-    fn main<F: Future<Output = Duration> + Send + 'static>(rts: &Runtimes, fut: F) -> Duration {
-        // block_on runs its future as the main G on this thread.
-        rts.goro().block_on(fut)
     }
 }
 
@@ -526,57 +494,6 @@ mod goro_map {
 }
 
 // ---- harness ----
-
-/// Runs `iters` runs of `run` back to back inside the calling (main) task and returns the sum of
-/// their timed parts.
-async fn timed<F: Future<Output = Duration>>(iters: u64, run: fn() -> F) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..iters {
-        total += run().await;
-    }
-    total
-}
-
-/// The runtimes, each built on first use (so a `-- dashmap` run builds no goro runtime).
-#[derive(Default)]
-struct Runtimes {
-    tokio: OnceCell<tokio::runtime::Runtime>,
-    goro: OnceCell<goro::Runtime>,
-}
-
-impl Runtimes {
-    fn tokio(&self) -> &tokio::runtime::Runtime {
-        self.tokio.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).build().expect("tokio runtime")
-        })
-    }
-
-    fn goro(&self) -> &goro::Runtime {
-        self.goro.get_or_init(|| goro::Builder::new().max_procs(WORKERS).build().expect("goro runtime"))
-    }
-}
-
-/// One row: `run` (one run of the workload, for executor `E`, returning its timed part) run
-/// inside `E`'s main task.
-fn row<E: Exec, F: Future<Output = Duration> + Send + 'static>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    rts: &Runtimes,
-    run: fn() -> F,
-) {
-    g.bench_function(name, |b| b.iter_custom(|iters| E::main(rts, timed(iters, run))));
-}
-
-/// A group reported per unit; each run takes tens to hundreds of ms, so flat sampling.
-fn group<'a>(c: &'a mut Criterion, name: &str, units: u64) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.throughput(Throughput::Elements(units))
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    g
-}
 
 /// W11–W14: a row per map, goro's first.
 fn map_group<W: MapWorkload>(c: &mut Criterion, rts: &Runtimes) {

@@ -11,9 +11,10 @@
 //! hand (it is queued once `poll` returns `Pending`), or wraps a G's operation in
 //! [`signal_on_pending`] which reports the first `Pending`. Nothing sleeps to synchronize.
 
-mod chan_common;
+mod common;
 
-use chan_common::*;
+use common::chan::*;
+use common::{poll_noop, rt};
 use goro::chan::{Receiver, SendError, Sender, TryRecvError, TrySendError};
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};

@@ -10,9 +10,10 @@
 // The 64-case test below compiles with the default recursion limit: `select!` takes one
 // recursion step per case.
 
-mod chan_common;
+mod common;
 
-use chan_common::*;
+use common::chan::*;
+use common::{poll_noop, rt};
 use goro::chan::{Receiver, Select, SendError, Sender, TryRecvError};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -10,20 +10,14 @@
 
 mod common;
 
-use common::watchdog;
+use common::{rt, watchdog, HANG};
 use goro::context::{self, CancelFunc, Context, ContextError};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Bounds every wait: never reached unless something is broken, however loaded the machine.
-const HANG: Duration = Duration::from_secs(20);
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
 
 /// Whether `ctx.done()` is closed now, without waiting.
 fn is_closed(ctx: &Context) -> bool {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{watchdog, yield_until};
+use common::{rt, watchdog, yield_until};
 use goro::runtime::{goroutines, Goroutine, GoroutineStatus};
 use goro::WaitReason;
 use std::future::Future;
@@ -14,10 +14,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().unwrap()
-}
 
 /// The row of G `id`, once it is parked with some reason (yields until then).
 async fn parked(id: u64) -> Goroutine {

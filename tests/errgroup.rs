@@ -1,13 +1,13 @@
 //! `goro::sync::errgroup`: x/sync's `errgroup_test.go` in spirit (the zero group, the first
 //! error wins, `WithContext` cancels, `TryGo` and `SetLimit`), plus panics and back pressure.
 
+mod common;
+
+use common::HANG;
 use goro::context::{Context, ContextError};
 use goro::sync::errgroup::Group;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
-use std::time::Duration;
-
-const LONG: Duration = Duration::from_secs(30);
 
 /// TestZeroGroup: the first error is returned, later ones are not; no error gives `Ok`.
 #[test]
@@ -56,7 +56,7 @@ fn with_context_cancels_on_error_and_on_wait() {
             });
         }
         g.go(async { Err("boom".to_string()) });
-        let got = goro::time::timeout(LONG, g.wait()).await.expect("the error must cancel the others");
+        let got = goro::time::timeout(HANG, g.wait()).await.expect("the error must cancel the others");
         assert_eq!(got, Err("boom".to_string()));
         assert_eq!(stopped.load(SeqCst), 4);
         assert_eq!(ctx.err(), Some(ContextError::Canceled));
@@ -102,7 +102,7 @@ fn try_go_respects_the_limit() {
         assert!(!g.try_go(async { Ok(()) }), "the group is full");
         release_tx.send(()).await.unwrap(); // one subtask ends
                                             // Its slot frees as its G ends; wait for that (not a sleep: poll try_go).
-        let deadline = std::time::Instant::now() + LONG;
+        let deadline = std::time::Instant::now() + HANG;
         while !g.try_go(async { Ok(()) }) {
             assert!(std::time::Instant::now() < deadline, "a slot never freed");
             goro::yield_now().await;
@@ -149,7 +149,7 @@ fn go_and_go_wait_never_exceed_the_limit() {
                     g.go(task);
                 }
             }
-            goro::time::timeout(LONG, g.wait()).await.unwrap().unwrap();
+            goro::time::timeout(HANG, g.wait()).await.unwrap().unwrap();
             assert!(max.load(SeqCst) >= 1);
         }
     });
@@ -188,7 +188,7 @@ fn a_panic_is_propagated_by_wait() {
         });
         g.go(async { panic!("subtask exploded") });
         let w = goro::go(async move { g.wait().await });
-        let err = goro::time::timeout(LONG, w).await.unwrap().unwrap_err();
+        let err = goro::time::timeout(HANG, w).await.unwrap().unwrap_err();
         assert!(err.is_panic());
         assert_eq!(*err.into_panic().downcast::<&str>().unwrap(), "subtask exploded");
         assert_eq!(finished.load(SeqCst), 1, "wait returned before the other subtask");

@@ -11,18 +11,13 @@
 mod common;
 
 use common::child::{is_child, run_child};
-use common::{spin_for, watchdog};
-use goro::Builder;
+use common::{rt, spin_for, watchdog};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const MS: Duration = Duration::from_millis(1);
-
-fn rt(procs: usize) -> goro::Runtime {
-    Builder::new().max_procs(procs).build().unwrap()
-}
 
 /// Threads that keep every core busy until dropped (the "loaded machine" of the brief).
 struct BusyThreads {

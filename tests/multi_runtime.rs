@@ -4,16 +4,11 @@
 mod common;
 
 use common::*;
-use goro::{Builder, Runtime};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn rt(procs: usize) -> Runtime {
-    Builder::new().max_procs(procs).build().expect("build runtime")
-}
 
 /// 0 + 1 + .. + (n - 1).
 fn sum_below(n: u64) -> u64 {

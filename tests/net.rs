@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{watchdog, yield_until, HANG};
+use common::{poll_noop, watchdog, yield_until, HANG};
 use futures_io::{AsyncRead, AsyncWrite};
 use goro::net::{TcpListener, TcpStream, UdpSocket};
 use std::future::{poll_fn, Future};
@@ -15,7 +15,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 /// How many clients may be connected but not yet accepted at once. A listener's backlog is
 /// 128 (mio's and std's), and Linux drops the connections of a burst beyond it after the
@@ -70,12 +70,6 @@ async fn echo(conn: TcpStream) {
             }
         }
     }
-}
-
-/// Polls `fut` once with a waker that does nothing; for futures that must be ready at once
-/// or whose first poll the test wants to observe.
-fn poll_once<F: Future>(fut: Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
 }
 
 /// One client: sends `len` bytes of stream `seed` from a writer G in chunks of varying size,
@@ -431,7 +425,7 @@ fn dropped_read_loses_no_readiness() {
         //    (same G) gets it.
         {
             let mut read = pin!(client.read(&mut buf));
-            assert!(poll_once(read.as_mut()).is_pending(), "nothing to read yet");
+            assert!(poll_noop(read.as_mut()).is_pending(), "nothing to read yet");
             assert!(goro::runtime::metrics().io_waiters >= 1, "the dropped read was parked");
         }
         server.write_all(b"one").await.unwrap();
@@ -442,7 +436,7 @@ fn dropped_read_loses_no_readiness() {
         //    one and it is woken by the data.
         {
             let mut read = pin!(client.read(&mut buf));
-            assert!(poll_once(read.as_mut()).is_pending());
+            assert!(poll_noop(read.as_mut()).is_pending());
         }
         let other = goro::go({
             let client = client.clone();
@@ -463,7 +457,7 @@ fn dropped_read_loses_no_readiness() {
         // 3. Two sends after a dropped read: the next reads see everything, in order.
         {
             let mut read = pin!(client.read(&mut buf));
-            assert!(poll_once(read.as_mut()).is_pending());
+            assert!(poll_noop(read.as_mut()).is_pending());
         }
         server.write_all(b"three").await.unwrap();
         server.write_all(b"four").await.unwrap();
@@ -476,7 +470,7 @@ fn dropped_read_loses_no_readiness() {
         let (mut r, _w) = owned.split();
         {
             let mut read = pin!(poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf)));
-            assert!(poll_once(read.as_mut()).is_pending());
+            assert!(poll_noop(read.as_mut()).is_pending());
         }
         server.write_all(b"five").await.unwrap();
         assert_eq!(r.read(&mut buf).await.unwrap(), 4);
@@ -590,15 +584,15 @@ fn futures_io_traits_through_a_generic_function() {
 #[test]
 fn outside_a_runtime_constructors_name_goro_run() {
     let bind = pin!(TcpListener::bind("127.0.0.1:0"));
-    let Poll::Ready(Err(e)) = poll_once(bind) else { panic!("bind outside a runtime must fail at once") };
+    let Poll::Ready(Err(e)) = poll_noop(bind) else { panic!("bind outside a runtime must fail at once") };
     assert!(e.to_string().contains("goro::run"), "{e}");
     let bind = pin!(UdpSocket::bind("127.0.0.1:0"));
-    let Poll::Ready(Err(e)) = poll_once(bind) else { panic!("udp bind outside a runtime must fail at once") };
+    let Poll::Ready(Err(e)) = poll_noop(bind) else { panic!("udp bind outside a runtime must fail at once") };
     assert!(e.to_string().contains("goro::run"), "{e}");
     // A listener made inside a runtime, to connect to from outside.
     let ln = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let connect = pin!(TcpStream::connect(ln.local_addr().unwrap()));
-    let Poll::Ready(Err(e)) = poll_once(connect) else { panic!("connect outside a runtime must fail at once") };
+    let Poll::Ready(Err(e)) = poll_noop(connect) else { panic!("connect outside a runtime must fail at once") };
     assert!(e.to_string().contains("goro::run"), "{e}");
     let e = TcpStream::from_std(std::net::TcpStream::connect(ln.local_addr().unwrap()).unwrap()).unwrap_err();
     assert!(e.to_string().contains("goro::run"), "{e}");
@@ -829,7 +823,7 @@ fn a_socket_made_while_its_runtime_shuts_down_is_refused() {
     struct BindOnDrop(Arc<std::sync::Mutex<Option<io::Result<UdpSocket>>>>);
     impl Drop for BindOnDrop {
         fn drop(&mut self) {
-            let Poll::Ready(r) = poll_once(pin!(UdpSocket::bind("127.0.0.1:0"))) else { panic!("bind never waits") };
+            let Poll::Ready(r) = poll_noop(pin!(UdpSocket::bind("127.0.0.1:0"))) else { panic!("bind never waits") };
             *self.0.lock().unwrap() = Some(r);
         }
     }

@@ -1,6 +1,9 @@
 //! Deadlines on sockets (Go's `SetDeadline`, `SetReadDeadline`, `SetWriteDeadline`), and
 //! `futures_io` on `&TcpStream` with several tasks waiting at once.
 
+mod common;
+
+use common::HANG;
 use futures_io::AsyncRead;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
 use std::future::poll_fn;
@@ -9,8 +12,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A failure detector only.
-const LONG: Duration = Duration::from_secs(30);
 const MS: Duration = Duration::from_millis(1);
 
 async fn pair() -> (TcpStream, TcpStream) {
@@ -21,7 +22,7 @@ async fn pair() -> (TcpStream, TcpStream) {
 }
 
 async fn within<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    goro::time::timeout(LONG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {LONG:?}"))
+    goro::time::timeout(HANG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
 }
 
 /// A read waiting on a silent peer fails with `TimedOut` once the deadline passes (the timer
@@ -49,7 +50,7 @@ fn past_deadline_fails_even_when_ready_and_can_be_lifted() {
         c.set_deadline(Some(Instant::now() - MS)).unwrap();
         assert_eq!(c.read(&mut [0; 4]).await.unwrap_err().kind(), ErrorKind::TimedOut);
         assert_eq!(c.write(b"x").await.unwrap_err().kind(), ErrorKind::TimedOut);
-        c.set_deadline(Some(Instant::now() + LONG)).unwrap();
+        c.set_deadline(Some(Instant::now() + HANG)).unwrap();
         let mut buf = [0; 4];
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"data");
@@ -77,14 +78,14 @@ fn deadline_set_while_waiting_wakes_the_read() {
         let err = within("the woken read", reader).await.unwrap().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut);
         // Moving a deadline further while a read waits lets it complete.
-        c.set_read_deadline(Some(Instant::now() + LONG)).unwrap();
+        c.set_read_deadline(Some(Instant::now() + HANG)).unwrap();
         let c3 = c.clone();
         let reader = goro::go(async move {
             let mut b = [0; 2];
             c3.read_exact(&mut b).await.map(|_| b)
         });
         goro::yield_now().await;
-        c.set_read_deadline(Some(Instant::now() + 2 * LONG)).unwrap(); // woken, waits again
+        c.set_read_deadline(Some(Instant::now() + 2 * HANG)).unwrap(); // woken, waits again
         s.write_all(b"hi").await.unwrap();
         assert_eq!(&within("the read", reader).await.unwrap().unwrap(), b"hi");
     });

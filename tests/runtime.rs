@@ -19,10 +19,6 @@ use std::time::{Duration, Instant};
 /// Per-test watchdog: far beyond what any test needs, even debug-built on a loaded machine.
 const LIMIT: Duration = Duration::from_secs(120);
 
-fn rt(procs: usize) -> goro::Runtime {
-    Builder::new().max_procs(procs).build().expect("build runtime")
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1. Many Gs
 // ---------------------------------------------------------------------------------------------

@@ -2,14 +2,14 @@
 //! are process-wide, and cargo runs the tests of one binary on parallel threads.
 #![cfg(unix)]
 
+mod common;
+
+use common::HANG;
 use goro::context::{self, Context, ContextError};
 use goro::signal::{notify_context, raise, try_notify_context, SIGUSR1, SIGUSR2};
-use std::time::Duration;
-
-const LONG: Duration = Duration::from_secs(30);
 
 async fn done_within(ctx: &Context, what: &str) {
-    goro::time::timeout(LONG, ctx.done().recv()).await.unwrap_or_else(|_| panic!("{what}: not cancelled"));
+    goro::time::timeout(HANG, ctx.done().recv()).await.unwrap_or_else(|_| panic!("{what}: not cancelled"));
 }
 
 #[test]

@@ -2,25 +2,20 @@
 //! broadcast wakes every waiter of its round; a three-way ping-pong), plus what Go cannot do:
 //! cancelled waits, which must lose no signal and leave no lock held.
 
+mod common;
+
+use common::{poll_noop, HANG};
 use goro::sync::{Cond, Mutex};
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
-
-/// Generous: a failure detector, never a synchronisation.
-const LONG: Duration = Duration::from_secs(30);
-
-fn poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
-    f.poll(&mut Context::from_waker(Waker::noop()))
-}
+use std::task::Poll;
 
 async fn within<F: Future>(what: &str, f: F) -> F::Output {
-    match goro::time::timeout(LONG, f).await {
+    match goro::time::timeout(HANG, f).await {
         Ok(v) => v,
-        Err(_) => panic!("{what}: still waiting after {LONG:?}"),
+        Err(_) => panic!("{what}: still waiting after {HANG:?}"),
     }
 }
 
@@ -184,13 +179,13 @@ fn dropped_signalled_wait_passes_the_signal_on() {
     let m = Mutex::new(());
     let c = Cond::new();
     let mut w1 = Box::pin(c.wait(m.lock_blocking()));
-    assert!(poll_once(w1.as_mut()).is_pending()); // queued, unlocked
+    assert!(poll_noop(w1.as_mut()).is_pending()); // queued, unlocked
     let mut w2 = pin!(c.wait(m.lock_blocking()));
-    assert!(poll_once(w2.as_mut()).is_pending());
+    assert!(poll_noop(w2.as_mut()).is_pending());
     c.signal(); // goes to w1, the oldest
-    assert!(poll_once(w2.as_mut()).is_pending(), "the signal went to w1");
+    assert!(poll_noop(w2.as_mut()).is_pending(), "the signal went to w1");
     drop(w1); // never returned its guard: the signal moves on
-    assert!(poll_once(w2.as_mut()).is_ready(), "w2 got the signal w1 gave up");
+    assert!(poll_noop(w2.as_mut()).is_ready(), "w2 got the signal w1 gave up");
 }
 
 /// A waiter dropped while it relocks (signalled, lock held elsewhere) also passes the signal on,
@@ -200,15 +195,15 @@ fn dropped_relocking_wait_passes_the_signal_on_and_unlocks() {
     let m = Mutex::new(0);
     let c = Cond::new();
     let mut w1 = Box::pin(c.wait(m.lock_blocking()));
-    assert!(poll_once(w1.as_mut()).is_pending());
+    assert!(poll_noop(w1.as_mut()).is_pending());
     let mut w2 = pin!(c.wait(m.lock_blocking()));
-    assert!(poll_once(w2.as_mut()).is_pending());
+    assert!(poll_noop(w2.as_mut()).is_pending());
     let held = m.lock_blocking();
     c.signal();
-    assert!(poll_once(w1.as_mut()).is_pending(), "w1 is woken but the lock is held");
+    assert!(poll_noop(w1.as_mut()).is_pending(), "w1 is woken but the lock is held");
     drop(w1);
     drop(held);
-    let Poll::Ready(mut g) = poll_once(w2.as_mut()) else { panic!("w2 did not get the passed-on signal") };
+    let Poll::Ready(mut g) = poll_noop(w2.as_mut()) else { panic!("w2 did not get the passed-on signal") };
     *g += 1;
     drop(g);
     assert_eq!(*m.try_lock().expect("nothing holds the mutex"), 1);
@@ -221,12 +216,12 @@ fn dropped_unsignalled_wait_leaves_the_queue() {
     let m = Mutex::new(());
     let c = Cond::new();
     let mut w1 = Box::pin(c.wait(m.lock_blocking()));
-    assert!(poll_once(w1.as_mut()).is_pending());
+    assert!(poll_noop(w1.as_mut()).is_pending());
     let mut w2 = pin!(c.wait(m.lock_blocking()));
-    assert!(poll_once(w2.as_mut()).is_pending());
+    assert!(poll_noop(w2.as_mut()).is_pending());
     drop(w1);
     c.signal();
-    assert!(poll_once(w2.as_mut()).is_ready());
+    assert!(poll_noop(w2.as_mut()).is_ready());
     drop(c.wait(m.lock_blocking())); // never polled
     assert!(m.try_lock().is_some());
 }
@@ -238,14 +233,14 @@ fn broadcast_is_not_passed_on() {
     let m = Mutex::new(());
     let c = Cond::new();
     let mut w1 = Box::pin(c.wait(m.lock_blocking()));
-    assert!(poll_once(w1.as_mut()).is_pending());
+    assert!(poll_noop(w1.as_mut()).is_pending());
     c.broadcast();
     let mut w2 = pin!(c.wait(m.lock_blocking()));
-    assert!(poll_once(w2.as_mut()).is_pending());
+    assert!(poll_noop(w2.as_mut()).is_pending());
     drop(w1);
-    assert!(poll_once(w2.as_mut()).is_pending(), "w2 came after the broadcast");
+    assert!(poll_noop(w2.as_mut()).is_pending(), "w2 came after the broadcast");
     c.signal();
-    assert!(poll_once(w2.as_mut()).is_ready());
+    assert!(poll_noop(w2.as_mut()).is_ready());
 }
 
 /// Plain threads: `wait_blocking`.

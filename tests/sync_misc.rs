@@ -14,21 +14,13 @@ use goro::sync::{Once, Pool, Semaphore, WaitGroup};
 use std::collections::HashSet;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
-
-fn poll_noop<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
-}
 
 fn panic_of(f: impl FnOnce()) -> String {
     let err = catch_unwind(AssertUnwindSafe(f)).expect_err("expected a panic");

@@ -16,21 +16,13 @@ use common::*;
 use goro::sync::Mutex;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
-
-fn poll_noop<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
-}
 
 fn hammer(procs: usize) {
     let _w = watchdog("hammer", LIMIT);

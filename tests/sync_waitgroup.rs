@@ -20,15 +20,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
-
-/// Polls `fut` once with a waker that does nothing.
-fn poll_noop<F: Future + ?Sized>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
-}
-
 /// The panic message of `f`, which must panic.
 fn panic_of(f: impl FnOnce()) -> String {
     let err = catch_unwind(AssertUnwindSafe(f)).expect_err("expected a panic");

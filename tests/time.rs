@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{panic_message, watchdog, yield_until};
+use common::{panic_message, rt, watchdog, yield_until, HANG};
 use goro::chan::{Receiver, TryRecvError};
 use goro::sync::WaitGroup;
 use goro::time::{after, after_func, sleep, sleep_until, tick, Ticker, Timer};
@@ -29,10 +29,6 @@ const LIMIT: Duration = Duration::from_secs(120);
 const SLACK: Duration = Duration::from_secs(2);
 
 const MS: Duration = Duration::from_millis(1);
-
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
 
 /// Polls `f` once with a waker that does nothing.
 fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
@@ -536,7 +532,7 @@ fn timer_reset_from_a_plain_thread_wakes_the_sleeping_runtime() {
                 assert!(t2.reset(10 * MS));
                 r
             });
-            let v = recv_within(&t.c, Duration::from_secs(30), "timer reset from a thread").await;
+            let v = recv_within(&t.c, HANG, "timer reset from a thread").await;
             let r = th.join().unwrap();
             assert!(v >= r + 10 * MS);
             assert!(v < r + 10 * MS + SLACK, "{procs} procs: the sleeping M was not woken: {:?}", v - r);
@@ -774,7 +770,7 @@ fn tick_stops_once_its_receiver_is_dropped() {
         drop(c);
         drop(after(5 * MS));
         // Each check follows a sleep whose own entry was popped when it fired.
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + HANG;
         loop {
             sleep(2 * MS).await;
             let n = goro::runtime::metrics().timers;

@@ -1,4 +1,4 @@
-//! The completion flag shared by the criterion benches (`runtime.rs`, `chan.rs`).
+//! The completion flag shared by the criterion benches (`runtime.rs`, `chan.rs`, `sync.rs`).
 
 use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicBool, Ordering};

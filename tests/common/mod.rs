@@ -1,9 +1,13 @@
-//! Helpers shared by the runtime's integration tests.
+//! The helpers of goro's integration tests: `mod common;` in a file of `tests/`, and
+//! `#[path = "../../common/mod.rs"] mod common;` in one of the member goro-extra-tests
+//! (`tests/extra`). The channel tests' own helpers are in [`chan`], those of tests that re-run
+//! their binary in a child process in [`child`].
 //!
-//! There are no channels yet, so the tests synchronize with the tiny primitives below (built on
-//! std only, so a bug in the runtime cannot hide a bug in them) and with `JoinHandle`s. Nothing
+//! Some tests synchronize with the tiny primitives below rather than with goro's channels and
+//! sync types: they are built on std only, so a bug in goro cannot hide a bug in them. Nothing
 //! here sleeps to synchronize: time only bounds waits, as a failure detector.
 
+// Each test binary uses a part of this module: what one of them leaves unused is not dead.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -13,14 +17,26 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long any single wait may take before the test is declared hung. Generous: the tests must
-/// not flake on a loaded 2-core machine, and a debug build is slow.
+/// How long any single wait (or a whole channel test, [`chan::watchdog`]) may take before the
+/// test is declared hung. Generous: the tests must not flake on a loaded 2-core machine, and a
+/// debug build is slow.
 pub const HANG: Duration = Duration::from_secs(30);
 
+pub mod chan;
 pub mod child;
 mod watchdog;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use watchdog::{watchdog_for as watchdog, Watchdog};
+
+/// A goro runtime with `procs` Ps.
+pub fn rt(procs: usize) -> goro::Runtime {
+    goro::Builder::new().max_procs(procs).build().expect("build runtime")
+}
+
+/// Polls `fut` once with a no-op waker.
+pub fn poll_noop<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(Waker::noop()))
+}
 
 /// Polls `cond` on the calling (plain) thread until it holds; panics after [`HANG`].
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {

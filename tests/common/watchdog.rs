@@ -1,4 +1,4 @@
-//! The watchdog shared by the test helper modules (`common`, `chan_common`).
+//! The watchdog: a guard that aborts a hung test process.
 
 use std::sync::mpsc;
 use std::time::Duration;

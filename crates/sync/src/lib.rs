@@ -29,7 +29,6 @@
 #![warn(missing_docs)]
 
 mod cond;
-#[allow(unused_imports)] // the shim offers what the other types (Mutex, Map) use too
 mod loom;
 mod map;
 mod mutex;

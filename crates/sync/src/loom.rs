@@ -4,13 +4,17 @@
 //! primitive here can be model-checked.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr};
+pub(crate) use loom::sync::atomic::AtomicPtr;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr};
+pub(crate) use std::sync::atomic::AtomicPtr;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+
+/// Only the loom stand-in of the map's reclaimer (`map/reclaim.rs`) fences.
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::fence;
 
 pub(crate) use std::sync::atomic::Ordering;
 

@@ -10,10 +10,10 @@
 //!    receivers, random capacity and counts, each operation randomly blocking, try-and-spin or
 //!    a select) preserve the multiset of values.
 
-#[path = "../../chan_common/mod.rs"]
-mod chan_common;
+#[path = "../../common/mod.rs"]
+mod common;
 
-use chan_common::*;
+use common::chan::*;
 use goro::chan::futures::{Recv, Send};
 use goro::chan::{Receiver, SendError, Sender, TryRecvError, TrySendError};
 use proptest::prelude::*;

@@ -10,7 +10,7 @@
 mod common;
 
 use common::child::{is_child, run_child};
-use common::{watchdog, HANG};
+use common::{rt, watchdog, HANG};
 use goro::chan::{Receiver, Sender};
 use goro::sync::Mutex;
 use std::future::{poll_fn, Future};
@@ -21,11 +21,6 @@ use std::time::Duration;
 // ---------------------------------------------------------------------------------------------
 // Channels on tokio (from tests/chan.rs)
 // ---------------------------------------------------------------------------------------------
-
-/// A goro runtime with `procs` Ps.
-fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
-}
 
 fn next<T>(rx: &mut Receiver<T>) -> impl Future<Output = Option<T>> + '_ {
     poll_fn(move |cx| futures_core::Stream::poll_next(Pin::new(&mut *rx), cx))

@@ -30,7 +30,7 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 /// Lock-order and poll-order scratch space: inline for up to this many cases.
 const INLINE: usize = 64;
@@ -428,9 +428,4 @@ impl<S: AsSend> AsSend for Option<S> {
     fn as_send(&self) -> Option<&crate::Sender<S::Item>> {
         self.as_ref().and_then(|s| s.as_send())
     }
-}
-
-#[allow(dead_code)]
-fn _assert_waker_is_send(w: Waker) -> impl Send {
-    w
 }

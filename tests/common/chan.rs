@@ -1,35 +1,19 @@
-//! Helpers shared by the channel tests (`chan.rs`, `chan_select.rs`, and, through `#[path]`,
-//! `chan_prop.rs` of the member goro-extra-tests in `tests/extra`).
-//!
-//! Built on std only, so that a bug in the channels cannot hide a bug in the helpers. Nothing
-//! here sleeps to synchronize: time only bounds waits, as a failure detector.
+//! Helpers of the channel tests (`chan.rs`, `chan_select.rs`, and `chan_prop.rs` of the member
+//! goro-extra-tests in `tests/extra`): counting wakers, polling by hand, a signal when a G
+//! parks, values that count their drops.
 
-#![allow(dead_code)]
-
+use super::watchdog::{watchdog_for, Watchdog};
+use super::HANG;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
-
-/// How long a whole test may take before it is declared hung (a generous failure detector).
-pub const HANG: Duration = Duration::from_secs(30);
-
-#[path = "../common/watchdog.rs"]
-mod watchdog;
-#[allow(unused_imports)] // not every test binary uses every helper
-pub use watchdog::{watchdog_for, Watchdog};
 
 /// Aborts the test process if the guard is still alive after [`HANG`]: a hung channel would
 /// otherwise hang `cargo test` forever instead of failing.
 pub fn watchdog(name: &'static str) -> Watchdog {
     watchdog_for(name, HANG)
-}
-
-/// A goro runtime with `procs` Ps.
-pub fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
 }
 
 /// A waker that counts its wake-ups.
@@ -60,11 +44,6 @@ impl CountWake {
 /// Polls `fut` once with `waker`.
 pub fn poll_with<F: Future + ?Sized>(fut: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(waker))
-}
-
-/// Polls `fut` once with a no-op waker.
-pub fn poll_noop<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
 }
 
 /// Polls a future expected to be pending.
