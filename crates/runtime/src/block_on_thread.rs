@@ -46,7 +46,7 @@ loom::thread_local! {
 ///
 /// Called from inside a G (or from the main future of `block_on`) it blocks the G's thread,
 /// which is a misuse: the async form of the call parks only the G. goro survives it as Go
-/// survives a blocking system call: the call runs as a [`syscall`](crate::syscall), so the
+/// survives a blocking system call: the call runs as a [`syscall`](crate::syscall()), so the
 /// thread's P is handed to another M while the thread sleeps, and the Gs the call makes
 /// runnable (a sender freed by a blocking receive) go where a running P finds them. The first
 /// such call at each call site prints one line on stderr naming it.

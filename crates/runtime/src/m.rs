@@ -4,7 +4,7 @@
 //! `exitsyscall`), the poll-start and poll-end marks sysmon watches, and giving up a P that
 //! sysmon detached. Every `impl MCtx` is here.
 //!
-//! An M owns a P by holding its [`PCore`] (see [`p`](crate::p)): [`MCtx::acquirep`] takes it
+//! An M owns a P by holding its [`PCore`] (see `p`'s module docs): [`MCtx::acquirep`] takes it
 //! out of the P, [`MCtx::releasep`] puts it back, and every owner-only access goes through
 //! [`MCtx::with_core`], a `RefCell` borrow that no G poll runs inside (a re-entrant borrow
 //! would be a scheduler bug, and panics rather than aliasing).
@@ -825,7 +825,7 @@ impl MCtx {
     }
 }
 
-/// The M's side of `goro::syscall` (see [`syscall`](crate::syscall)).
+/// The M's side of `goro::syscall` (see [`syscall`](crate::syscall())).
 impl MCtx {
     /// Go's `entersyscall`: lets go of the P (loosely: it stays `P_SYSCALL` for our return).
     /// Returns the P, or `None` if this M holds none.

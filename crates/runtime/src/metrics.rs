@@ -3,7 +3,7 @@
 use crate::loom::Ordering::Relaxed;
 use crate::sched::Shared;
 
-/// A snapshot of a runtime's state and counters; see [`metrics`](crate::metrics).
+/// A snapshot of a runtime's state and counters; see [`metrics`](crate::metrics()).
 ///
 /// Gauges (`goroutines` .. `local_runq`) describe the moment of the call; the counters
 /// (`spawned` and below) only grow over the runtime's life.

@@ -18,7 +18,7 @@
 //! dead runtime's poller, so a G, thread or executor waiting on such a socket would wait
 //! forever. [`Netpoll::shutdown`], called by the runtime's shutdown once no M can poll any more,
 //! sets the [`SHUTDOWN`] bit of every live registration and wakes its waiters; from then on
-//! [`ScheduledIo::poll_ready`] fails and no new registration is taken (tokio's `is_shutdown`).
+//! [`Netpoll::poll_ready`] fails and no new registration is taken (tokio's `is_shutdown`).
 //!
 //! Under loom there is no mio: the poller is a parker that only timers would block on, and no
 //! model arms one (timers are modelled on their own in `loom_tests::timer`).

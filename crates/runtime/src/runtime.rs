@@ -114,7 +114,7 @@ impl Builder {
 
     /// Whether sysmon hands off the P of a G that blocks its thread in plain code (default
     /// `true`). Such a G (one that calls `std::thread::sleep` or a blocking read straight in
-    /// its poll, instead of through [`syscall`](crate::syscall)) keeps its M; after a time
+    /// its poll, instead of through [`syscall`](crate::syscall())) keeps its M; after a time
     /// slice its P's queued Gs move to another M, and a line on stderr names the G's spawn
     /// location. With `false`, the Gs behind it wait, as on a single-threaded executor.
     ///
@@ -753,7 +753,7 @@ pub fn dump() -> String {
 }
 
 /// Records why the current G is about to wait (Go's `gopark` reason), which
-/// [`dump`](crate::dump) and [`goroutines`](crate::goroutines) show. goro's channels, locks,
+/// [`dump`](crate::dump()) and [`goroutines`](crate::goroutines()) show. goro's channels, locks,
 /// timers and sockets call it every time they return `Pending`; the runtime clears it when the
 /// G's next poll starts, so the primitive of another crate that parks a G may call it too
 /// (otherwise the G shows as waiting on a `future`). Outside a G it does nothing.

@@ -1,4 +1,4 @@
-//! What every G is doing: [`goroutines`] (Go's goroutine profile) and [`dump`] (Go's
+//! What every G is doing: [`goroutines`](crate::goroutines()) (Go's goroutine profile) and [`dump`](crate::dump()) (Go's
 //! `runtime.Stack(buf, true)`, what `SIGQUIT` and the deadlock report print).
 //!
 //! A Go traceback shows each goroutine's stack; a goro G is a future, whose "stack" is its
@@ -28,7 +28,7 @@ pub enum GoroutineStatus {
     Runnable,
     /// Parked until something wakes it; [`Goroutine::wait_reason`] says what.
     Waiting,
-    /// Inside [`syscall`](crate::syscall) (or a `*_blocking` call, which is one).
+    /// Inside [`syscall`](crate::syscall()) (or a `*_blocking` call, which is one).
     Syscall,
 }
 
@@ -193,7 +193,7 @@ pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
     out
 }
 
-/// Every G as [`dump`] prints them, one block each, separated by blank lines.
+/// Every G as [`dump`](crate::dump()) prints them, one block each, separated by blank lines.
 pub(crate) fn dump_of(sh: &Shared) -> String {
     let gs = goroutines_of(sh);
     let mut s = String::new();

@@ -4,7 +4,7 @@
 //! so a `NonNull<Header>` (what run queues, wakers and `JoinHandle`s hold) can be turned back
 //! into the typed cell by the functions of the G's [`Vtable`], which are the only generic code.
 //! The block comes from the current P's free list when a block of the right size class is there
-//! (see [`gfree`](super::gfree)); that is Go's `gfget`, and freeing is `gfput`.
+//! (see [`gfree`]); that is Go's `gfget`, and freeing is `gfput`.
 
 use super::gfree::{self, Block, GlobalFree};
 use super::state::State;
@@ -43,7 +43,7 @@ pub enum WaitReason {
     Sleep,
     /// `IO wait`.
     IoWait,
-    /// `syscall` (inside [`syscall`](crate::syscall), or a `*_blocking` call in a G).
+    /// `syscall` (inside [`syscall`](crate::syscall()), or a `*_blocking` call in a G).
     Syscall,
     /// `sync.RWMutex.RLock`.
     SyncRwMutexRLock,
