@@ -442,16 +442,20 @@ impl MCtx {
             sh.globrunqput(g);
             return;
         };
-        let (stealable, overflow) = self
-            .with_core(|c| match put {
-                Put::Next | Put::Spawn => c.runq.push_next(g),
-                Put::Back => (true, c.runq.push_back(g)),
-            })
-            .expect("goro: the M holds a P");
-        if let Some(batch) = overflow {
+        // A full ring spills half of itself to the global queue (`runqputslow`).
+        let spill = |batch: &runq::OverflowBatch<g::raw::Header>| {
             p::bump(&sh.ps[pid].stats.local_runq_overflows, 1);
             sh.global.push_batch(batch.iter());
-        }
+        };
+        let stealable = self
+            .with_core(|c| match put {
+                Put::Next | Put::Spawn => c.runq.push_next(g, spill),
+                Put::Back => {
+                    c.runq.push_back(g, spill);
+                    true
+                }
+            })
+            .expect("goro: the M holds a P");
         if stealable || put == Put::Spawn {
             sh.wakep();
         }
@@ -726,8 +730,7 @@ impl MCtx {
             self.with_core(|c| {
                 for g in rest {
                     // The batch fits in the room left.
-                    let overflow = c.runq.push_back(g);
-                    debug_assert!(overflow.is_none(), "goro: the batch overflowed the ring");
+                    c.runq.push_back(g, |_| unreachable!("goro: the batch overflowed the ring"));
                 }
             });
         })?;

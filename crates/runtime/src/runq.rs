@@ -212,20 +212,30 @@ impl<T> Local<T> {
     }
 
     /// `runqput(pp, g, next=true)`: makes `item` the next to run; the item it displaces (if
-    /// any) goes to the tail. Returns whether an item was displaced, and whatever did not fit
-    /// in the ring (see [`push_back`](Self::push_back)).
-    pub(crate) fn push_next(&mut self, item: NonNull<T>) -> (bool, Option<OverflowBatch<T>>) {
+    /// any) goes to the tail, and `spill` gets whatever did not fit in the ring (see
+    /// [`push_back`](Self::push_back)). Returns whether an item was displaced.
+    #[inline]
+    pub(crate) fn push_next(&mut self, item: NonNull<T>, spill: impl FnOnce(&OverflowBatch<T>)) -> bool {
         let old = self.q.runnext.swap(item.as_ptr(), AcqRel);
         match NonNull::new(old) {
-            None => (false, None),
-            Some(old) => (true, self.push_back(old)),
+            None => false,
+            Some(old) => {
+                self.push_back(old, spill);
+                true
+            }
         }
     }
 
     /// `runqput(pp, g, next=false)`: appends `item` at the tail. If the ring is full, half of
-    /// it plus `item` come back as a batch for the global queue (`runqputslow`).
-    pub(crate) fn push_back(&mut self, item: NonNull<T>) -> Option<OverflowBatch<T>> {
+    /// it plus `item` go to `spill` as a batch for the global queue (`runqputslow`).
+    ///
+    /// The batch is handed by reference from the cold path that builds it, not returned: an
+    /// `Option` of its 1 KiB array returned by value was copied whole on every push (a third
+    /// of the cost of a `yield_now`, W3), and boxing it would allocate where Go does not.
+    #[inline]
+    pub(crate) fn push_back(&mut self, item: NonNull<T>, spill: impl FnOnce(&OverflowBatch<T>)) {
         let q = &*self.q;
+        let mut spill = Some(spill);
         loop {
             let h = q.head.load(Acquire);
             // Only we write tail.
@@ -233,17 +243,25 @@ impl<T> Local<T> {
             if t.wrapping_sub(h) < CAP as u32 {
                 q.slot(t).store(item.as_ptr(), Relaxed);
                 q.tail.store(t.wrapping_add(1), Release);
-                return None;
+                return;
             }
-            if let Some(batch) = self.grab_half_for_overflow(h, t, item) {
-                return Some(batch);
+            if self.grab_half_for_overflow(h, t, item, &mut spill) {
+                return;
             }
             // A thief took some meanwhile: there is room now.
         }
     }
 
-    /// `runqputslow`: moves `[h, h + n/2)` out by CAS, plus `item`.
-    fn grab_half_for_overflow(&self, h: u32, t: u32, item: NonNull<T>) -> Option<OverflowBatch<T>> {
+    /// `runqputslow`: moves `[h, h + n/2)` out by CAS, plus `item`, and hands the batch to
+    /// `spill`; `false` if a thief moved `head` first (then there is room).
+    #[cold]
+    fn grab_half_for_overflow<S: FnOnce(&OverflowBatch<T>)>(
+        &self,
+        h: u32,
+        t: u32,
+        item: NonNull<T>,
+        spill: &mut Option<S>,
+    ) -> bool {
         let q = &*self.q;
         let n = t.wrapping_sub(h) / 2;
         debug_assert_eq!(n as usize, CAP / 2);
@@ -252,10 +270,11 @@ impl<T> Local<T> {
             batch.push(q.slot(h.wrapping_add(i)).load(Relaxed));
         }
         if q.head.compare_exchange(h, h.wrapping_add(n), AcqRel, Acquire).is_err() {
-            return None;
+            return false;
         }
         batch.push(item.as_ptr());
-        Some(batch)
+        (spill.take().expect("spilled once"))(&batch);
+        true
     }
 
     /// Takes `runnext`. The caller runs it inheriting the time slice.
@@ -348,6 +367,10 @@ mod tests {
     fn item(v: usize) -> NonNull<usize> {
         NonNull::from(Box::leak(Box::new(v)))
     }
+    fn no_spill(_: &OverflowBatch<usize>) {
+        panic!("the ring overflowed");
+    }
+
     fn take(p: NonNull<usize>) -> usize {
         // SAFETY: every item in these tests came from `item`.
         *unsafe { Box::from_raw(p.as_ptr()) }
@@ -356,11 +379,11 @@ mod tests {
     #[test]
     fn fifo_and_runnext() {
         let (mut q, _) = new();
-        assert!(q.push_back(item(1)).is_none());
-        assert!(q.push_back(item(2)).is_none());
-        assert!(matches!(q.push_next(item(3)), (false, None)));
+        q.push_back(item(1), no_spill);
+        q.push_back(item(2), no_spill);
+        assert!(!q.push_next(item(3), no_spill));
         // Displaces 3 to the tail.
-        assert!(matches!(q.push_next(item(4)), (true, None)));
+        assert!(q.push_next(item(4), no_spill));
         assert_eq!(q.len(), 3);
         assert!(!q.is_empty());
         assert_eq!(take(q.pop_runnext().unwrap()), 4);
@@ -376,11 +399,13 @@ mod tests {
     fn overflow_moves_half_plus_one() {
         let (mut q, _) = new();
         for i in 0..CAP {
-            assert!(q.push_back(item(i)).is_none());
+            q.push_back(item(i), no_spill);
         }
-        let batch = q.push_back(item(CAP)).expect("full ring overflows");
-        assert_eq!(batch.len(), CAP / 2 + 1);
-        let got: Vec<usize> = batch.iter().map(take).collect();
+        let mut got = Vec::new();
+        q.push_back(item(CAP), |batch| {
+            assert_eq!(batch.len(), CAP / 2 + 1);
+            got = batch.iter().map(take).collect();
+        });
         let want: Vec<usize> = (0..CAP / 2).chain([CAP]).collect();
         assert_eq!(got, want);
         assert_eq!(q.len(), CAP / 2);
@@ -396,7 +421,7 @@ mod tests {
         let (mut victim, stealer) = new();
         let (mut thief, _) = new();
         for i in 0..10 {
-            victim.push_back(item(i));
+            victim.push_back(item(i), no_spill);
         }
         let (first, n) = stealer.steal_into(&mut thief, false, || true).unwrap();
         assert_eq!(n, 5);
@@ -416,7 +441,7 @@ mod tests {
     fn steal_runnext_only_when_asked() {
         let (mut victim, stealer) = new();
         let (mut thief, _) = new();
-        victim.push_next(item(7));
+        victim.push_next(item(7), no_spill);
         assert!(stealer.steal_into(&mut thief, false, || true).is_none());
         assert!(stealer.steal_into(&mut thief, true, || false).is_none());
         let (g, n) = stealer.steal_into(&mut thief, true, || true).unwrap();
@@ -428,8 +453,8 @@ mod tests {
     fn wraps_around_many_times() {
         let (mut q, _) = new();
         for round in 0..(3 * CAP) {
-            q.push_back(item(round));
-            q.push_back(item(round + 1));
+            q.push_back(item(round), no_spill);
+            q.push_back(item(round + 1), no_spill);
             assert_eq!(take(q.pop().unwrap()), round);
             assert_eq!(take(q.pop().unwrap()), round + 1);
         }
@@ -440,7 +465,7 @@ mod tests {
     fn push_batch_refuses_more_than_the_room() {
         let (mut q, _) = new();
         for i in 0..CAP - 1 {
-            q.push_back(item(i));
+            q.push_back(item(i), no_spill);
         }
         q.push_batch([item(1), item(2)].into_iter());
     }

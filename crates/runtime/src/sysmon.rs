@@ -393,8 +393,7 @@ pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
     let mut core = sh.ps[spare].take_core();
     if let Some((g, _)) = pp.runq.steal_into(&mut core.runq, true, || true) {
         // Half a ring was moved, so there is room.
-        let overflow = core.runq.push_back(g);
-        debug_assert!(overflow.is_none());
+        core.runq.push_back(g, |_| unreachable!("goro: half a ring overflowed the spare's"));
     }
     sh.ps[spare].put_core(core);
     // The rest (at most half a ring) through a scratch ring to the global queue.

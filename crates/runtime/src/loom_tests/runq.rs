@@ -26,18 +26,15 @@ fn take(p: NonNull<usize>) -> usize {
 
 /// Pushes `v` at the tail as the owner, recording an overflow batch as taken.
 fn push_back(q: &mut Local<usize>, v: usize, got: &mut Vec<usize>) {
-    if let Some(batch) = q.push_back(item(v)) {
+    q.push_back(item(v), |batch| {
         assert_eq!(batch.iter().count(), CAP / 2 + 1, "an overflow moves half the ring plus the new item");
         got.extend(batch.iter().map(take));
-    }
+    });
 }
 
 /// Pushes `v` into `runnext` as the owner, recording an overflow batch as taken.
 fn push_next(q: &mut Local<usize>, v: usize, got: &mut Vec<usize>) {
-    let (_, overflow) = q.push_next(item(v));
-    if let Some(batch) = overflow {
-        got.extend(batch.iter().map(take));
-    }
+    q.push_next(item(v), |batch| got.extend(batch.iter().map(take)));
 }
 
 /// Pops everything from the ring (owner only).
