@@ -70,6 +70,7 @@
 mod check;
 mod dropping;
 mod entry;
+mod hash;
 mod reclaim;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -77,6 +78,7 @@ mod walk;
 
 use self::dropping::DropAll;
 use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
+use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
 use crate::loom::{Arc, AtomicPtr, Mutex, MutexGuard, Ordering::*};
 use std::borrow::Borrow;
@@ -88,10 +90,10 @@ use std::ops::{Deref, DerefMut};
 
 /// A key-to-entry table: `read.m` (shared, immutable) or `dirty`. A plain `HashMap` but for its
 /// drop, which runs each key's and entry's destructor on its own (see `dropping.rs`).
-struct Table<K, V, S>(HashMap<K, Arc<Entry<V>>, S>);
+struct Table<K, V, S>(HashMap<K, Arc<Entry<V>>, Hashing<K, S>>);
 
 impl<K, V, S> Deref for Table<K, V, S> {
-    type Target = HashMap<K, Arc<Entry<V>>, S>;
+    type Target = HashMap<K, Arc<Entry<V>>, Hashing<K, S>>;
 
     #[inline(always)]
     fn deref(&self) -> &Self::Target {
@@ -225,6 +227,15 @@ impl<K, V, S> DerefMut for Locked<'_, K, V, S> {
 ///   so the callback may block or take as long as it likes without holding up reclamation.
 /// - [`len`](Map::len) and [`is_empty`](Map::is_empty) exist (Go has none); both walk the map.
 ///
+/// # Hashing
+///
+/// Keys are hashed with `S`, but for one case: with the default `S = RandomState` and a
+/// primitive integer key type (`u64`, `i32`, `usize`, ...), the map hashes keys with a fast
+/// keyed hash of its own (a folded multiply, as hashbrown's default foldhash and Go's fallback
+/// hash do), seeded at random per map, instead of SipHash, which cost a third of a `load`. Like
+/// Go's map hash, it resists hash flooding only as far as its seed stays unknown. Other key
+/// types, and any other hasher given to [`with_hasher`](Map::with_hasher), are used as given.
+///
 /// # User code the map runs
 ///
 /// The map calls `K`'s `Hash`, `Eq`, `Clone` and `Drop`, `V`'s `Clone`, `PartialEq` and `Drop`,
@@ -282,7 +293,8 @@ pub struct Map<K, V, S = RandomState> {
     read: AtomicPtr<ReadOnly<K, V, S>>,
     /// Go's `mu`, with what it guards.
     mu: Mutex<Dirty<K, V, S>>,
-    hash_builder: S,
+    /// The tables' hashing: `S`, or a fast keyed hash for the default `S` (see `hash.rs`).
+    hash_builder: Hashing<K, S>,
     reclaim: Reclaimer,
     /// The map owns `K`s and `V`s; `Send`/`Sync` are implemented by hand below (the atomic
     /// pointers would otherwise make the map `Send + Sync` for any `K` and `V`).
@@ -337,8 +349,10 @@ where
     V: Clone + Send + 'static,
     S: BuildHasher + Clone + Send + 'static,
 {
-    /// An empty map that hashes keys with `hash_builder` (a faster hasher than std's default
-    /// SipHash speeds up every operation, at the usual cost in HashDoS resistance).
+    /// An empty map that hashes keys with `hash_builder`. std's `RandomState` (the default)
+    /// with an integer key type gets the map's own fast keyed hash instead (see "Hashing" on
+    /// [`Map`]); for other keys, a faster hasher than std's SipHash speeds up every operation,
+    /// at the usual cost in HashDoS resistance.
     ///
     /// ```
     /// use std::collections::hash_map::RandomState;
@@ -347,6 +361,7 @@ where
     /// assert_eq!(m.load(&1), Some("one"));
     /// ```
     pub fn with_hasher(hash_builder: S) -> Map<K, V, S> {
+        let hash_builder = Hashing::new(hash_builder);
         let empty = ReadOnly::new(Arc::new(Table(HashMap::with_hasher(hash_builder.clone()))), false);
         Map {
             read: AtomicPtr::new(Box::into_raw(Box::new(empty))),

@@ -47,8 +47,8 @@
 //! every 128, a `flush`, a thread's exit. So:
 //!
 //! - No collection while the map's lock is held: [`LockScope`] marks the locked section on this
-//!   thread, and [`Guard::flush`] (and the poll anchor's hand-over of a batch) do nothing inside it; a
-//!   flush that a locked section asks for runs after the unlock. crossbeam's own collection
+//!   thread, and [`Guard::flush`] (and the poll anchor's hand-over of a batch) do nothing inside
+//!   it; a flush that a locked section asks for runs after the unlock. crossbeam's own collection
 //!   happens only on a thread's *first* pin, and every locked section runs with its operation's
 //!   guard pinned, so that one cannot happen there. A destructor that calls back into the map
 //!   (a cache recording its evictions in itself) therefore never finds the lock held by its own
