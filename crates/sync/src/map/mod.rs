@@ -128,6 +128,35 @@ struct DirtyCopy<K, V, S> {
     deleted: Garbage<K, V>,
 }
 
+/// What `load_or_store` offers to store: its value, or (for a key that was not in `read`) an
+/// entry already built around it, which no other thread has seen.
+enum Offer<V> {
+    Value(V),
+    Fresh(Arc<Entry<V>>),
+}
+
+impl<V> Offer<V> {
+    /// The value, taken back out of the entry if one was built (no user code runs: the value
+    /// is moved, the entry's memory freed).
+    fn into_value(self) -> V {
+        match self {
+            Offer::Value(v) => v,
+            Offer::Fresh(e) => match Arc::try_unwrap(e) {
+                Ok(e) => e.into_value(),
+                Err(_) => unreachable!("sync.Map: an unpublished entry was shared"),
+            },
+        }
+    }
+
+    /// An entry holding the value.
+    fn into_entry(self) -> Arc<Entry<V>> {
+        match self {
+            Offer::Value(v) => Arc::new(Entry::new(Unpublished::new(v))),
+            Offer::Fresh(e) => e,
+        }
+    }
+}
+
 /// Keys and entries taken out of `dirty` under the lock, dropped after unlocking.
 type Garbage<K, V> = Vec<(K, Arc<Entry<V>>)>;
 
@@ -653,14 +682,19 @@ where
         let g = &g;
         // Avoid locking if it's a clean hit.
         let read = self.load_read(g);
-        let value = match read.m.get(&key) {
+        let (value, absent) = match read.m.get(&key) {
             Some(e) => match e.try_load_or_store(value, g) {
                 LoadOrStore::Loaded(s, _) => return (s.value().clone(), true),
                 LoadOrStore::Stored(s) => return (s.value().clone(), false),
-                LoadOrStore::Expunged(value) => value,
+                LoadOrStore::Expunged(value) => (value, false),
             },
-            None => value,
+            None => (value, true),
         };
+        // A key absent from `read` is most likely new (a growing map's steady state): its entry
+        // is built now, before locking, so that the locked section only links it in.
+        let seen = Arc::as_ptr(&read.m);
+        let offer =
+            if absent { Offer::Fresh(Arc::new(Entry::new(Unpublished::new(value)))) } else { Offer::Value(value) };
 
         // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
         // whose slot the result is cloned from (its current slot lives as long as it does).
@@ -670,23 +704,26 @@ where
         let r = loop {
             let mut l = self.lock(g);
             let read = self.load_read(g);
-            if let Some(e) = read.m.get(&key) {
+            // A `read.m` is immutable: if it is still the table that lacked the key above (it
+            // cannot be freed and its address reused while `g` lives), it still lacks it.
+            let in_read = if absent && std::ptr::eq(Arc::as_ptr(&read.m), seen) { None } else { read.m.get(&key) };
+            if let Some(e) = in_read {
                 if e.is_expunged() {
                     Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
                     let unexpunged = e.unexpunge_locked();
                     debug_assert!(unexpunged);
                 }
-                break e.try_load_or_store(value, g);
+                break e.try_load_or_store(offer.into_value(), g);
             }
             if let Some(e) = l.m.as_ref().and_then(|m| m.get(&key)) {
                 let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
-                let r = e.try_load_or_store(value, g);
+                let r = e.try_load_or_store(offer.into_value(), g);
                 self.miss_locked(&mut l, g);
                 break r;
             }
             match self.amend_locked(&mut l, read, &mut copy, &mut garbage, g) {
                 Ok(()) => {
-                    let e: &Arc<Entry<V>> = held.insert(Arc::new(Entry::new(Unpublished::new(value))));
+                    let e: &Arc<Entry<V>> = held.insert(offer.into_entry());
                     // Nobody else sees the entry yet: its value is ours.
                     let stored = e.load(g).expect("a new entry holds its value");
                     Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
