@@ -128,8 +128,10 @@ mod epoch {
     const ANCHOR_OPS: u32 = 128;
 
     /// Objects retired under the anchor that are handed to crossbeam-epoch together, as one
-    /// deferred call, followed by a flush (see [`Anchor`]).
-    const BATCH: usize = 128;
+    /// deferred call, followed by a flush (see [`Anchor`]). Each hand-over allocates two blocks
+    /// of a few KiB (the next batch's buffer, crossbeam's sealed bag), and glibc consolidates
+    /// its free small chunks on such an allocation: so not too often.
+    const BATCH: usize = 512;
 
     /// One retired object, not yet handed to crossbeam-epoch: its box and its destructor.
     struct Retired {
@@ -257,7 +259,7 @@ mod epoch {
             if !may_collect() {
                 return;
             }
-            let batch = self.retired.replace(Vec::new());
+            let batch = self.retired.replace(Vec::with_capacity(BATCH));
             self.pending.set(0);
             // Nested in the anchor (pinned while a guard borrows it or a poll runs): no fence.
             let guard = crossbeam_epoch::pin();
@@ -274,7 +276,9 @@ mod epoch {
 
         /// Drops the anchor (no guard borrows it), handing what it retired over first.
         fn release(&self) {
-            let batch = self.retired.replace(Vec::new());
+            // Emptied in place, so that its buffer serves the next poll (deferring runs no user
+            // code, so nothing else uses the cell meanwhile).
+            let mut batch = self.retired.take();
             self.pending.set(0);
             let guard = self.guard.take();
             self.anchored.set(false);
@@ -283,12 +287,13 @@ mod epoch {
             if !batch.is_empty() {
                 let pinned = guard.as_ref().map_or_else(|| Some(crossbeam_epoch::pin()), |_| None);
                 let defer_with = guard.as_ref().or(pinned.as_ref()).expect("a guard");
-                for r in batch {
+                for r in batch.drain(..) {
                     // SAFETY: as in `hand_over`, for each object alone (a deferred call of two
                     // words, inline), as `Guard::retire` of a guard of its own does.
                     unsafe { defer_with.defer_unchecked(move || (r.destroy)(r.ptr)) };
                 }
             }
+            self.retired.set(batch);
             drop(guard);
         }
     }
