@@ -62,9 +62,15 @@
 //!
 //! Values live in their own heap slots, immutable once stored; replacing or deleting a value
 //! retires its slot to crossbeam-epoch, and so does replacing `read`. A load pins the thread
-//! (cheap, thread-local), reads through the snapshot and clones the value before unpinning. Live
-//! values are dropped when the map is dropped; retired ones when the epoch advances past every
-//! thread that could still see them.
+//! (cheap, thread-local: inside a G's poll it only borrows the poll's pin), reads through the
+//! snapshot and clones the value before unpinning. Inside a poll, retired objects are handed to
+//! crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
+//! dropped; retired ones when the epoch advances past every thread that could still see them.
+//!
+//! # Hashing
+//!
+//! The tables hash with `S`, except that std's `RandomState` with a primitive integer key gets
+//! a keyed folded-multiply hash instead of SipHash (`hash.rs`).
 
 #[cfg(test)]
 mod check;
@@ -539,8 +545,9 @@ where
     /// Returns the value stored for `key`, or `None` (Go's `Load`).
     ///
     /// A key present in the read snapshot (the steady state of a read-mostly map) costs an
-    /// epoch pin, one atomic load of the snapshot, one hash lookup, one atomic load of the
-    /// entry and a clone of the value: no lock, no allocation, no shared write.
+    /// epoch pin (inside a G's poll, a thread-local counter), one atomic load of the snapshot,
+    /// one hash lookup, one atomic load of the entry and a clone of the value: no lock, no
+    /// allocation, no shared write.
     ///
     /// ```
     /// let m = goro::sync::Map::new();
