@@ -89,6 +89,16 @@ impl<K: 'static, S: BuildHasher + 'static> BuildHasher for Hashing<K, S> {
             KeyHasher::Inner(self.inner.build_hasher())
         }
     }
+
+    /// The provided method, inlined: left to itself the compiler kept it a call, 7% of a load.
+    /// (This *is* `hash_one`, so clippy's advice to call it would recurse.)
+    #[inline]
+    #[allow(clippy::manual_hash_one)]
+    fn hash_one<T: std::hash::Hash>(&self, x: T) -> u64 {
+        let mut h = self.build_hasher();
+        x.hash(&mut h);
+        h.finish()
+    }
 }
 
 /// The hasher of one key: `S`'s, or the fast keyed hash's state.
