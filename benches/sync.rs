@@ -20,7 +20,9 @@
 //!   checks the counter is 1_000_000. Unit: one increment. Rows: `goro` (`goro::sync::Mutex`,
 //!   `lock().await`), `tokio_mutex` (`tokio::sync::Mutex`), `parking_lot` (`parking_lot::Mutex`,
 //!   a blocking lock, taken by tasks on the tokio runtime).
-//! - W11–W14, maps of `u64` to `u64` with the default hasher (std's `RandomState` for all), 2
+//! - W11–W14, maps of `u64` to `u64` with each map's default hasher (std's `RandomState` for
+//!   all; under it goro's `Map` hashes integer keys with its own keyed folded multiply, as Go's
+//!   map hashes with its own AES or multiply hash, dashmap and `HashMap` with SipHash), 2
 //!   tasks. Rows: `goro` (`goro::sync::Map`, see below), `dashmap` (`dashmap::DashMap`, default
 //!   shard count), `rwlock_hashmap` (`std::sync::RwLock<std::collections::HashMap>`). The two
 //!   peers' `load_or_store` first looks under the read lock and takes the write lock (dashmap:

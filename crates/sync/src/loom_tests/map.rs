@@ -30,6 +30,7 @@
 //! | `store_read_locked` retires the new snapshot instead of the old | every model (use after reclamation) |
 //! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
 //! | the dirty copy (made without the lock) is installed without checking that `read.m` is still the table it copied | rebuild_races_clear |
+//! | `load_or_store` of a key absent from `read` never looks in `read` again under the lock (not only while `read.m` is the table it looked in) | load_or_store_races_promotion (invariant 2: the key gets a second entry in `dirty`) |
 
 use crate::Map;
 use loom::sync::Arc;
@@ -197,6 +198,32 @@ fn loom_map_load_or_store_new_key_one_winner() {
             let winner = if a.1 { b.0 } else { a.0 };
             assert_eq!((a.0, b.0), (winner, winner));
             assert_eq!(m.load(&1), Some(winner));
+        },
+    );
+}
+
+/// A `load_or_store` of a key absent from `read` builds its entry before locking, and under the
+/// lock looks in `read` again only if `read.m` is no longer the table it looked in. The other
+/// side stores the same key (into `dirty`) and promotes it into a new `read.m` meanwhile: the
+/// first side must then find it there (and load it), or have stored first (and been
+/// overwritten). Either way the key is stored once, in one entry, and ends with the store's
+/// value.
+#[test]
+fn loom_map_load_or_store_races_promotion() {
+    race(
+        |m| {
+            m.store(9, 90);
+            promote(m);
+        },
+        |m| m.load_or_store(1, 1),
+        |m| {
+            m.store(1, 2);
+            promote(m);
+        },
+        |m, a, ()| {
+            assert!(matches!(a, (1, false) | (2, true)), "{a:?}");
+            assert_eq!(m.load(&1), Some(2));
+            assert_eq!(keys(m), vec![(1, 2), (9, 90)]);
         },
     );
 }

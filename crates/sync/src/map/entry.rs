@@ -144,6 +144,17 @@ impl<V> Entry<V> {
         }
     }
 
+    /// Takes the value back out of an entry that no other thread has seen (one built before
+    /// locking for a key that turned out to be present).
+    pub(super) fn into_value(self) -> V {
+        let p = self.p.swap(ptr::null_mut(), Relaxed);
+        assert!(is_value(p), "sync.Map: an unpublished entry without its value");
+        // SAFETY: the entry was never shared, so the slot in `p` (from `Unpublished::new`,
+        // published only into this entry) is owned by it alone; the swap left the entry nil,
+        // so its drop frees nothing.
+        Unpublished(unsafe { NonNull::new_unchecked(p) }).into_value()
+    }
+
     /// Go's `load`: the current value, if any.
     #[inline]
     pub(super) fn load<'a>(&'a self, _g: &'a Guard<'_>) -> Option<&'a Slot<V>> {

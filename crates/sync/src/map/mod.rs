@@ -62,14 +62,21 @@
 //!
 //! Values live in their own heap slots, immutable once stored; replacing or deleting a value
 //! retires its slot to crossbeam-epoch, and so does replacing `read`. A load pins the thread
-//! (cheap, thread-local), reads through the snapshot and clones the value before unpinning. Live
-//! values are dropped when the map is dropped; retired ones when the epoch advances past every
-//! thread that could still see them.
+//! (cheap, thread-local: inside a G's poll it only borrows the poll's pin), reads through the
+//! snapshot and clones the value before unpinning. Inside a poll, retired objects are handed to
+//! crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
+//! dropped; retired ones when the epoch advances past every thread that could still see them.
+//!
+//! # Hashing
+//!
+//! The tables hash with `S`, except that std's `RandomState` with a primitive integer key gets
+//! a keyed folded-multiply hash instead of SipHash (`hash.rs`).
 
 #[cfg(test)]
 mod check;
 mod dropping;
 mod entry;
+mod hash;
 mod reclaim;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -77,6 +84,7 @@ mod walk;
 
 use self::dropping::DropAll;
 use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
+use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
 use crate::loom::{Arc, AtomicPtr, Mutex, MutexGuard, Ordering::*};
 use std::borrow::Borrow;
@@ -88,10 +96,10 @@ use std::ops::{Deref, DerefMut};
 
 /// A key-to-entry table: `read.m` (shared, immutable) or `dirty`. A plain `HashMap` but for its
 /// drop, which runs each key's and entry's destructor on its own (see `dropping.rs`).
-struct Table<K, V, S>(HashMap<K, Arc<Entry<V>>, S>);
+struct Table<K, V, S>(HashMap<K, Arc<Entry<V>>, Hashing<K, S>>);
 
 impl<K, V, S> Deref for Table<K, V, S> {
-    type Target = HashMap<K, Arc<Entry<V>>, S>;
+    type Target = HashMap<K, Arc<Entry<V>>, Hashing<K, S>>;
 
     #[inline(always)]
     fn deref(&self) -> &Self::Target {
@@ -124,6 +132,35 @@ struct DirtyCopy<K, V, S> {
     /// The others (nil when copied): to be expunged, or put into `dirty` after all if they got
     /// a value since.
     deleted: Garbage<K, V>,
+}
+
+/// What `load_or_store` offers to store: its value, or (for a key that was not in `read`) an
+/// entry already built around it, which no other thread has seen.
+enum Offer<V> {
+    Value(V),
+    Fresh(Arc<Entry<V>>),
+}
+
+impl<V> Offer<V> {
+    /// The value, taken back out of the entry if one was built (no user code runs: the value
+    /// is moved, the entry's memory freed).
+    fn into_value(self) -> V {
+        match self {
+            Offer::Value(v) => v,
+            Offer::Fresh(e) => match Arc::try_unwrap(e) {
+                Ok(e) => e.into_value(),
+                Err(_) => unreachable!("sync.Map: an unpublished entry was shared"),
+            },
+        }
+    }
+
+    /// An entry holding the value.
+    fn into_entry(self) -> Arc<Entry<V>> {
+        match self {
+            Offer::Value(v) => Arc::new(Entry::new(Unpublished::new(v))),
+            Offer::Fresh(e) => e,
+        }
+    }
 }
 
 /// Keys and entries taken out of `dirty` under the lock, dropped after unlocking.
@@ -225,6 +262,15 @@ impl<K, V, S> DerefMut for Locked<'_, K, V, S> {
 ///   so the callback may block or take as long as it likes without holding up reclamation.
 /// - [`len`](Map::len) and [`is_empty`](Map::is_empty) exist (Go has none); both walk the map.
 ///
+/// # Hashing
+///
+/// Keys are hashed with `S`, but for one case: with the default `S = RandomState` and a
+/// primitive integer key type (`u64`, `i32`, `usize`, ...), the map hashes keys with a fast
+/// keyed hash of its own (a folded multiply, as hashbrown's default foldhash and Go's fallback
+/// hash do), seeded at random per map, instead of SipHash, which cost a third of a `load`. Like
+/// Go's map hash, it resists hash flooding only as far as its seed stays unknown. Other key
+/// types, and any other hasher given to [`with_hasher`](Map::with_hasher), are used as given.
+///
 /// # User code the map runs
 ///
 /// The map calls `K`'s `Hash`, `Eq`, `Clone` and `Drop`, `V`'s `Clone`, `PartialEq` and `Drop`,
@@ -282,7 +328,8 @@ pub struct Map<K, V, S = RandomState> {
     read: AtomicPtr<ReadOnly<K, V, S>>,
     /// Go's `mu`, with what it guards.
     mu: Mutex<Dirty<K, V, S>>,
-    hash_builder: S,
+    /// The tables' hashing: `S`, or a fast keyed hash for the default `S` (see `hash.rs`).
+    hash_builder: Hashing<K, S>,
     reclaim: Reclaimer,
     /// The map owns `K`s and `V`s; `Send`/`Sync` are implemented by hand below (the atomic
     /// pointers would otherwise make the map `Send + Sync` for any `K` and `V`).
@@ -337,8 +384,10 @@ where
     V: Clone + Send + 'static,
     S: BuildHasher + Clone + Send + 'static,
 {
-    /// An empty map that hashes keys with `hash_builder` (a faster hasher than std's default
-    /// SipHash speeds up every operation, at the usual cost in HashDoS resistance).
+    /// An empty map that hashes keys with `hash_builder`. std's `RandomState` (the default)
+    /// with an integer key type gets the map's own fast keyed hash instead (see "Hashing" on
+    /// [`Map`]); for other keys, a faster hasher than std's SipHash speeds up every operation,
+    /// at the usual cost in HashDoS resistance.
     ///
     /// ```
     /// use std::collections::hash_map::RandomState;
@@ -347,6 +396,7 @@ where
     /// assert_eq!(m.load(&1), Some("one"));
     /// ```
     pub fn with_hasher(hash_builder: S) -> Map<K, V, S> {
+        let hash_builder = Hashing::new(hash_builder);
         let empty = ReadOnly::new(Arc::new(Table(HashMap::with_hasher(hash_builder.clone()))), false);
         Map {
             read: AtomicPtr::new(Box::into_raw(Box::new(empty))),
@@ -495,8 +545,9 @@ where
     /// Returns the value stored for `key`, or `None` (Go's `Load`).
     ///
     /// A key present in the read snapshot (the steady state of a read-mostly map) costs an
-    /// epoch pin, one atomic load of the snapshot, one hash lookup, one atomic load of the
-    /// entry and a clone of the value: no lock, no allocation, no shared write.
+    /// epoch pin (inside a G's poll, a thread-local counter), one atomic load of the snapshot,
+    /// one hash lookup, one atomic load of the entry and a clone of the value: no lock, no
+    /// allocation, no shared write.
     ///
     /// ```
     /// let m = goro::sync::Map::new();
@@ -638,14 +689,19 @@ where
         let g = &g;
         // Avoid locking if it's a clean hit.
         let read = self.load_read(g);
-        let value = match read.m.get(&key) {
+        let (value, absent) = match read.m.get(&key) {
             Some(e) => match e.try_load_or_store(value, g) {
                 LoadOrStore::Loaded(s, _) => return (s.value().clone(), true),
                 LoadOrStore::Stored(s) => return (s.value().clone(), false),
-                LoadOrStore::Expunged(value) => value,
+                LoadOrStore::Expunged(value) => (value, false),
             },
-            None => value,
+            None => (value, true),
         };
+        // A key absent from `read` is most likely new (a growing map's steady state): its entry
+        // is built now, before locking, so that the locked section only links it in.
+        let seen = Arc::as_ptr(&read.m);
+        let offer =
+            if absent { Offer::Fresh(Arc::new(Entry::new(Unpublished::new(value)))) } else { Offer::Value(value) };
 
         // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
         // whose slot the result is cloned from (its current slot lives as long as it does).
@@ -655,23 +711,26 @@ where
         let r = loop {
             let mut l = self.lock(g);
             let read = self.load_read(g);
-            if let Some(e) = read.m.get(&key) {
+            // A `read.m` is immutable: if it is still the table that lacked the key above (it
+            // cannot be freed and its address reused while `g` lives), it still lacks it.
+            let in_read = if absent && std::ptr::eq(Arc::as_ptr(&read.m), seen) { None } else { read.m.get(&key) };
+            if let Some(e) = in_read {
                 if e.is_expunged() {
                     Self::dirty_mut(&mut l).insert(key, Arc::clone(e));
                     let unexpunged = e.unexpunge_locked();
                     debug_assert!(unexpunged);
                 }
-                break e.try_load_or_store(value, g);
+                break e.try_load_or_store(offer.into_value(), g);
             }
             if let Some(e) = l.m.as_ref().and_then(|m| m.get(&key)) {
                 let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
-                let r = e.try_load_or_store(value, g);
+                let r = e.try_load_or_store(offer.into_value(), g);
                 self.miss_locked(&mut l, g);
                 break r;
             }
             match self.amend_locked(&mut l, read, &mut copy, &mut garbage, g) {
                 Ok(()) => {
-                    let e: &Arc<Entry<V>> = held.insert(Arc::new(Entry::new(Unpublished::new(value))));
+                    let e: &Arc<Entry<V>> = held.insert(offer.into_entry());
                     // Nobody else sees the entry yet: its value is ours.
                     let stored = e.load(g).expect("a new entry holds its value");
                     Self::dirty_mut(&mut l).insert(key, Arc::clone(e));

@@ -47,8 +47,8 @@
 //! every 128, a `flush`, a thread's exit. So:
 //!
 //! - No collection while the map's lock is held: [`LockScope`] marks the locked section on this
-//!   thread, and [`Guard::flush`] (and the poll anchor's periodic flush) do nothing inside it; a
-//!   flush that a locked section asks for runs after the unlock. crossbeam's own collection
+//!   thread, and [`Guard::flush`] (and the poll anchor's hand-over of a batch) do nothing inside
+//!   it; a flush that a locked section asks for runs after the unlock. crossbeam's own collection
 //!   happens only on a thread's *first* pin, and every locked section runs with its operation's
 //!   guard pinned, so that one cannot happen there. A destructor that calls back into the map
 //!   (a cache recording its evictions in itself) therefore never finds the lock held by its own
@@ -106,16 +106,20 @@ mod epoch {
         ///
         /// A first pin costs a fenced store to the thread's own epoch slot (a `lock cmpxchg` on
         /// x86), about as much as the rest of a `load`. So on goro's threads, inside a G's poll,
-        /// the thread stays pinned for the rest of the poll by an *anchor* guard, and each
-        /// operation's pin is a nested one (a counter, no fence); the runtime drops the anchor
-        /// when the poll ends or the G enters `goro::syscall` (`coop::at_poll_end`), and it
-        /// re-pins every [`ANCHOR_OPS`] operations, so the global epoch keeps advancing during a
-        /// long poll. Elsewhere (plain threads, other executors) every operation pins and
-        /// unpins.
+        /// the thread stays pinned for the rest of the poll by an *anchor* guard, and an
+        /// operation's guard only borrows it (a thread-local counter: no fence, no crossbeam
+        /// call); the runtime drops the anchor when the poll ends or the G enters
+        /// `goro::syscall` (`coop::at_poll_end`), and it re-pins every [`ANCHOR_OPS`]
+        /// operations, so the global epoch keeps advancing during a long poll. Elsewhere (plain
+        /// threads, other executors) every operation pins and unpins.
         #[inline]
         pub(crate) fn pin(&self) -> Guard<'_> {
-            anchor();
-            Guard { inner: crossbeam_epoch::pin(), _reclaimer: PhantomData }
+            let anchored = ANCHOR.try_with(Anchor::enter).unwrap_or(false);
+            Guard {
+                inner: if anchored { None } else { Some(crossbeam_epoch::pin()) },
+                _reclaimer: PhantomData,
+                _not_send: PhantomData,
+            }
         }
     }
 
@@ -123,13 +127,206 @@ mod epoch {
     /// rhythm: it collects garbage every 128 pins).
     const ANCHOR_OPS: u32 = 128;
 
+    /// Objects retired under the anchor that are handed to crossbeam-epoch together, as one
+    /// deferred call, followed by a flush (see [`Anchor`]). Each hand-over allocates two blocks
+    /// of a few KiB (the next batch's buffer, crossbeam's sealed bag), and glibc consolidates
+    /// its free small chunks on such an allocation: so not too often.
+    const BATCH: usize = 512;
+
+    /// One retired object, not yet handed to crossbeam-epoch: its box and its destructor.
+    struct Retired {
+        ptr: *mut (),
+        /// `destroy::<T>` for the `T` that `ptr` points to.
+        destroy: unsafe fn(*mut ()),
+    }
+
+    /// The anchor of the poll running on this thread (see [`Reclaimer::pin`]).
+    ///
+    /// Objects retired by an operation that borrows the anchor are kept in `retired`, and
+    /// handed to crossbeam-epoch [`BATCH`] at a time as *one* deferred call, followed by a
+    /// flush: crossbeam's own path (a 32-byte deferred per object, and a 2 KiB bag sealed,
+    /// copied and allocated at every flush) cost more than the store that retired the object.
+    /// Deferring later than the unlink is sound: the object is freed only after every thread
+    /// pinned at the hand-over has unpinned, and a thread pinned at the unlink is either still
+    /// pinned then, which holds the epoch back as much, or unpinned already. The anchor is
+    /// pinned until it is dropped, so what an operation retired stays readable for as long as
+    /// its guard lives, as with a guard of its own. What is left when the anchor drops is
+    /// deferred object by object (no flush: a short poll that stored once pays what it did
+    /// before), so it is never stranded in this thread.
+    struct Anchor {
+        /// The anchor guard, while the poll running on this thread has one.
+        guard: Cell<Option<crossbeam_epoch::Guard>>,
+        /// Whether `guard` holds one (read on every pin; `guard` is only taken and put back).
+        anchored: Cell<bool>,
+        /// Operations that borrowed the anchor since it was last (re)pinned.
+        ops: Cell<u32>,
+        /// Guards alive on this thread that borrow the anchor (nested ones: a `V::clone` or a
+        /// destructor that uses a map). The anchor is re-pinned or dropped only at 0.
+        active: Cell<u32>,
+        /// The poll ended (or entered a syscall) while a guard borrowed the anchor: drop it
+        /// when the last one goes.
+        orphan: Cell<bool>,
+        /// Retired objects not yet handed over, and how many.
+        retired: Cell<Vec<Retired>>,
+        pending: Cell<usize>,
+    }
+
+    impl Anchor {
+        /// Borrows the anchor for a new guard, pinning one first if this is a goro M inside a
+        /// poll that has none; `false` if the guard must pin on its own.
+        #[inline]
+        fn enter(&self) -> bool {
+            let active = self.active.get();
+            if !self.anchored.get() {
+                return active == 0 && self.start();
+            }
+            if active == 0 {
+                let ops = self.ops.get() + 1;
+                if ops >= ANCHOR_OPS {
+                    self.repin();
+                    self.ops.set(0);
+                } else {
+                    self.ops.set(ops);
+                }
+            }
+            self.active.set(active + 1);
+            true
+        }
+
+        /// Pins an anchor for the rest of the poll, if there is a poll.
+        #[cold]
+        fn start(&self) -> bool {
+            if !goro_runtime::coop::at_poll_end(drop_anchor) {
+                return false;
+            }
+            // A first pin may collect garbage (crossbeam does so every 128 of them), and a
+            // destructor run there may use a map: that nested operation anchors on its own
+            // (this one is not registered yet) and is over when `pin` returns. Replacing its
+            // anchor below just unpins one of two nested crossbeam guards.
+            let guard = crossbeam_epoch::pin();
+            drop(self.guard.replace(Some(guard)));
+            self.anchored.set(true);
+            self.ops.set(0);
+            self.active.set(1);
+            true
+        }
+
+        /// Lets the global epoch move on during a long poll. No guard borrows the anchor
+        /// (`active` is 0), so nothing of this thread reads a retired object.
+        #[cold]
+        fn repin(&self) {
+            let mut guard = self.guard.take();
+            if let Some(g) = &mut guard {
+                // crossbeam re-pins only if no other guard of this thread pins it.
+                g.repin();
+            }
+            self.guard.set(guard);
+        }
+
+        /// A guard that borrowed the anchor is dropped.
+        #[inline]
+        fn leave(&self) {
+            let active = self.active.get() - 1;
+            self.active.set(active);
+            if active == 0 && (self.pending.get() >= BATCH || self.orphan.get()) {
+                self.leave_slow();
+            }
+        }
+
+        #[cold]
+        fn leave_slow(&self) {
+            if self.pending.get() >= BATCH {
+                self.hand_over();
+            }
+            if self.orphan.get() && self.active.get() == 0 {
+                self.release();
+            }
+        }
+
+        /// Retires `r` (an operation borrowing the anchor removed it from the map).
+        #[inline]
+        fn push(&self, r: Retired) {
+            let mut retired = self.retired.take();
+            retired.push(r);
+            self.retired.set(retired);
+            self.pending.set(self.pending.get() + 1);
+        }
+
+        /// Hands the retired objects to crossbeam-epoch as one deferred call and flushes, so
+        /// that any thread may free them once the epoch allows; does nothing while this thread
+        /// may not collect (it holds a map's lock, or is inside a collection).
+        fn hand_over(&self) {
+            if !may_collect() {
+                return;
+            }
+            let batch = self.retired.replace(Vec::with_capacity(BATCH));
+            self.pending.set(0);
+            // Nested in the anchor (pinned while a guard borrows it or a poll runs): no fence.
+            let guard = crossbeam_epoch::pin();
+            if !batch.is_empty() {
+                // SAFETY: every object in `batch` was retired by `Guard::retire`, whose
+                // contract makes it a unique, unlinked box, retired once, whose destruction
+                // on any thread is sound; deferring it now (after the unlink) frees it only
+                // after every guard pinned now is dropped (see `Anchor`). The closure holds
+                // the `Vec` (three words: stored inline, no allocation).
+                unsafe { guard.defer_unchecked(move || destroy_all(batch)) };
+            }
+            flush(&guard);
+        }
+
+        /// Drops the anchor (no guard borrows it), handing what it retired over first.
+        fn release(&self) {
+            // Emptied in place, so that its buffer serves the next poll (deferring runs no user
+            // code, so nothing else uses the cell meanwhile).
+            let mut batch = self.retired.take();
+            self.pending.set(0);
+            let guard = self.guard.take();
+            self.anchored.set(false);
+            self.orphan.set(false);
+            self.ops.set(0);
+            if !batch.is_empty() {
+                let pinned = guard.as_ref().map_or_else(|| Some(crossbeam_epoch::pin()), |_| None);
+                let defer_with = guard.as_ref().or(pinned.as_ref()).expect("a guard");
+                for r in batch.drain(..) {
+                    // SAFETY: as in `hand_over`, for each object alone (a deferred call of two
+                    // words, inline), as `Guard::retire` of a guard of its own does.
+                    unsafe { defer_with.defer_unchecked(move || (r.destroy)(r.ptr)) };
+                }
+            }
+            self.retired.set(batch);
+            drop(guard);
+        }
+    }
+
+    impl Drop for Anchor {
+        /// The thread exits: nothing it retired may be stranded.
+        fn drop(&mut self) {
+            self.release();
+        }
+    }
+
+    /// Destroys a batch of retired objects (a deferred call of [`Anchor::hand_over`]).
+    fn destroy_all(batch: Vec<Retired>) {
+        for r in batch {
+            // SAFETY: crossbeam-epoch runs this once every guard that could see these objects
+            // is dropped; each is a unique box whose `destroy` matches its type (`Anchor`).
+            unsafe { (r.destroy)(r.ptr) }
+        }
+    }
+
     thread_local! {
-        /// The anchor guard of the poll running on this thread, and the operations since it was
-        /// last (re)pinned.
-        static ANCHOR: std::cell::RefCell<Option<(crossbeam_epoch::Guard, u32)>> =
-            const { std::cell::RefCell::new(None) };
-        /// Whether this thread retired something since the anchor last re-pinned.
-        static RETIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// The anchor of the poll running on this thread, and what it retired.
+        static ANCHOR: Anchor = const {
+            Anchor {
+                guard: Cell::new(None),
+                anchored: Cell::new(false),
+                ops: Cell::new(0),
+                active: Cell::new(0),
+                orphan: Cell::new(false),
+                retired: Cell::new(Vec::new()),
+                pending: Cell::new(0),
+            }
+        };
         /// This thread's map locks and collections (see [`Held`]).
         static HELD: Held = const {
             Held { top: Cell::new(0), outer: [const { Cell::new(0) }; OUTER], depth: Cell::new(0), no_collect: Cell::new(0) }
@@ -272,53 +469,45 @@ mod epoch {
         }
     }
 
-    /// Makes sure this thread is pinned by an anchor for the rest of the current poll, if it is
-    /// a goro M inside a poll; otherwise does nothing.
-    #[inline]
-    fn anchor() {
-        let _ = ANCHOR.try_with(|a| {
-            // A nested use (a `V::clone` that touches a map) just pins normally.
-            let Ok(mut slot) = a.try_borrow_mut() else { return };
-            match &mut *slot {
-                Some((guard, ops)) => {
-                    *ops += 1;
-                    if *ops >= ANCHOR_OPS && may_collect() {
-                        // No other guard of ours is alive here (each operation's guard is
-                        // dropped before the next one pins; a nested one makes `repin` do
-                        // nothing), so this lets the epoch move on. Not while this thread holds
-                        // a map's lock or collects (`may_collect`): the flush below runs
-                        // destructors.
-                        guard.repin();
-                        *ops = 0;
-                        // A nested pin never collects garbage (crossbeam does that on a first
-                        // pin): if this poll retired any, hand it over and collect now.
-                        if RETIRED.try_with(|r| r.replace(false)).unwrap_or(false) {
-                            flush(guard);
-                        }
-                    }
-                }
-                None => {
-                    if goro_runtime::coop::at_poll_end(drop_anchor) {
-                        *slot = Some((crossbeam_epoch::pin(), 0));
-                    }
-                }
-            }
-        });
+    /// [`destroy`] of a type-erased pointer to a `T`.
+    ///
+    /// # Safety
+    /// As for `destroy::<T>`, and `ptr` points to a `T`.
+    unsafe fn destroy_erased<T>(ptr: *mut ()) {
+        // SAFETY: per this function's contract.
+        unsafe { destroy(ptr.cast::<T>()) }
     }
 
-    /// Unpins the anchor (the runtime, when the poll ends).
+    /// Drops the anchor (the runtime, when the poll ends or its G enters a syscall); if a
+    /// guard still borrows it, when that guard goes.
     fn drop_anchor() {
         let _ = ANCHOR.try_with(|a| {
-            if let Ok(mut slot) = a.try_borrow_mut() {
-                drop(slot.take());
+            if a.active.get() > 0 {
+                a.orphan.set(true);
+            } else {
+                a.release();
             }
         });
     }
 
     /// A pinned thread: objects retired while it lives are not freed before it is dropped.
     pub(crate) struct Guard<'r> {
-        inner: crossbeam_epoch::Guard,
+        /// This guard's own pin, or `None` if it borrows the poll's anchor (see [`Anchor`]).
+        inner: Option<crossbeam_epoch::Guard>,
         _reclaimer: PhantomData<&'r Reclaimer>,
+        /// Bound to this thread's pin (as a crossbeam guard is).
+        _not_send: PhantomData<*const ()>,
+    }
+
+    impl Drop for Guard<'_> {
+        #[inline]
+        fn drop(&mut self) {
+            if self.inner.is_none() {
+                // The anchor cannot have been torn down while this guard borrowed it: the
+                // thread-local is only dropped at thread exit, after every operation.
+                let _ = ANCHOR.try_with(Anchor::leave);
+            }
+        }
     }
 
     impl Guard<'_> {
@@ -332,23 +521,41 @@ mod epoch {
         ///   `S` to be `Send + 'static`).
         #[inline]
         pub(crate) unsafe fn retire<T: Reclaim + 'static>(&self, ptr: *mut T) {
-            // SAFETY: crossbeam-epoch calls this closure once, after every guard that was pinned
-            // when it was deferred (below) is dropped; `ptr` is then a unique box nobody can
-            // reach (this function's contract): `destroy`'s contract.
-            let destroy_later = move || unsafe { destroy(ptr) };
-            // SAFETY: forwarded from this function's contract: `ptr` is a unique, unlinked box,
-            // so the deferred call (one pointer: stored inline, no allocation) runs once, after
-            // every guard that might still see it; dropping a `T` on the collecting thread is
-            // sound (`T`'s parts are `Send + 'static`).
-            unsafe { self.inner.defer_unchecked(destroy_later) }
-            let _ = RETIRED.try_with(|r| r.set(true));
+            match &self.inner {
+                Some(g) => {
+                    // SAFETY: crossbeam-epoch calls this closure once, after every guard that
+                    // was pinned when it was deferred (below) is dropped; `ptr` is then a
+                    // unique box nobody can reach (this function's contract): `destroy`'s
+                    // contract.
+                    let destroy_later = move || unsafe { destroy(ptr) };
+                    // SAFETY: forwarded from this function's contract: `ptr` is a unique,
+                    // unlinked box, so the deferred call (one pointer: stored inline, no
+                    // allocation) runs once, after every guard that might still see it;
+                    // dropping a `T` on the collecting thread is sound (`T`'s parts are
+                    // `Send + 'static`).
+                    unsafe { g.defer_unchecked(destroy_later) }
+                }
+                None => {
+                    // Kept by the anchor, handed over later (see `Anchor`); `destroy_erased`
+                    // is called on it once, as `destroy` above. (The anchor outlives this
+                    // guard, see `drop`; were it gone, the object would leak, never be freed
+                    // early.)
+                    let r = Retired { ptr: ptr.cast(), destroy: destroy_erased::<T> };
+                    let _ = ANCHOR.try_with(|a| a.push(r));
+                }
+            }
         }
 
         /// Moves this thread's deferred garbage to the global queue so any thread may free it
         /// soon, and collects some (used after retiring a whole table). Does nothing while this
         /// thread holds a map's lock or is inside a flush already.
         pub(crate) fn flush(&self) {
-            flush(&self.inner);
+            match &self.inner {
+                Some(g) => flush(g),
+                None => {
+                    let _ = ANCHOR.try_with(Anchor::hand_over);
+                }
+            }
         }
     }
 
