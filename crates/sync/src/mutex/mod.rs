@@ -288,25 +288,44 @@ pub struct Lock<'a, T: ?Sized> {
 impl<'a, T: ?Sized> Future for Lock<'a, T> {
     type Output = MutexGuard<'a, T>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        let lock = this.lock;
-        let ready = match &mut this.op {
-            // SAFETY: `op` is pinned inside this future (made in place below, never moved
-            // until the future is dropped) and always used with this mutex.
+        if this.op.is_none() {
+            // A yield point: if sysmon asked this G to yield, do so before trying the lock
+            // (nothing is held or queued yet, so the future stays cancel-safe).
+            std::task::ready!(goro_runtime::coop::poll_proceed(cx));
+            // Go's fast path, inlined as Go's is: grab an unlocked mutex.
+            if this.lock.raw.lock_fast() {
+                return Poll::Ready(MutexGuard { lock: this.lock });
+            }
+        }
+        // SAFETY: `this` is pinned (we were given it so).
+        unsafe { this.poll_slow(cx) }
+    }
+}
+
+impl<'a, T: ?Sized> Lock<'a, T> {
+    /// The rest of [`poll`](Future::poll): a first poll whose fast path failed spins and
+    /// competes (Go's `lockSlow`) still without a node, and makes one in place only to queue;
+    /// a later poll sees what the unlock left it.
+    ///
+    /// # Safety
+    /// `self` is pinned: it does not move until it is dropped.
+    #[inline(never)]
+    unsafe fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
+        let lock = self.lock;
+        let ready = match &mut self.op {
+            // SAFETY: `op` is pinned inside this future (our caller's contract; made in place
+            // below) and always used with this mutex.
             Some(op) => unsafe { op.poll(&lock.raw, cx) },
             None => {
-                // A yield point: if sysmon asked this G to yield, do so before trying the lock
-                // (nothing is held or queued yet, so the future stays cancel-safe).
-                std::task::ready!(goro_runtime::coop::poll_proceed(cx));
-                // Go's fast path: grab an unlocked mutex; then spin and compete, still without
-                // a node.
                 let mut spin = Spin::new(false);
-                if lock.raw.lock_fast() || lock.raw.spin_or_take(&mut spin) {
+                if lock.raw.spin_or_take(&mut spin) {
                     return Poll::Ready(MutexGuard { lock });
                 }
-                let op = this.op.insert(LockOp::new());
+                let op = self.op.insert(LockOp::new());
                 // SAFETY: as above: `op` was just made in place, where it stays.
                 unsafe { op.poll_first(&lock.raw, spin, cx) }
             }
