@@ -166,8 +166,9 @@ impl RawMutex {
     }
 
     /// The part of Go's `lockSlow` loop that needs no wait-list node: while the lock is held in
-    /// normal mode and spinning can help, spin (at most [`ACTIVE_SPIN`] rounds over the whole
-    /// operation, counted in `spin`), setting `WOKEN` if nobody is so that the unlock wakes
+    /// normal mode and spinning can help, spin (at most [`ACTIVE_SPIN`] rounds, counted in
+    /// `spin`, until the next wake-up: a woken waiter may spin again, as in Go), setting `WOKEN`
+    /// if nobody is so that the unlock wakes
     /// nobody; whenever the lock is free and not being handed off, compete for it. `true`: the
     /// lock is ours (and a `WOKEN` we owned is cleared). `false`: it is held (or being handed
     /// off) and spinning is over: the caller queues, owning `WOKEN` if `spin.awoke`.
