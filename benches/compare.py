@@ -3,7 +3,9 @@
 Markdown table of median ns/unit with ratios.
 
 Each round runs every row once (goro, then each peer, then each Go found), so slow drifts of a
-noisy machine hit all systems alike; the table shows the median over rounds. Rust rows come from
+noisy machine hit all systems alike; the table shows the median over rounds (BENCHMARKS.md asks
+for at least 5, the default). "goro / best peer" is over every other system measured on the row,
+Rust peers and each Go alike; only the chart singles out the best *Rust* peer (beside each Go). Rust rows come from
 criterion (`cargo bench -p goro-benches --bench <bench> -- --exact <group>/<system>`), Go rows
 from the programs in benches/go. It installs nothing: Go is taken from $GO, `go` on PATH, and Go
 1.19 from /usr/lib/go-1.19/bin/go (Debian's golang-1.19-go), whichever exist.
@@ -48,7 +50,7 @@ MAP_SYSTEMS = ["goro", "dashmap", "rwlock_hashmap"]
 WORKLOADS = [
     ("W1", "runtime", "W1_spawn_many", "w1_spawn_many", 100_000, ["goro", "tokio"]),
     ("W2", "runtime", "W2_chained_spawn", "w2_chained_spawn", 100_000, ["goro", "tokio"]),
-    ("W3", "runtime", "W3_yield_many", "w3_yield_many", 200 * 1_000, ["goro", "tokio"]),
+    ("W3", "runtime", "W3_yield_many", "w3_yield_many", 200 * 1_000, ["goro", "tokio", "may"]),
     ("W4", "chan", "W4_pingpong_unbuffered", "w4_pingpong_unbuffered", 200_000, CHANNEL_SYSTEMS),
     ("W5", "chan", "W5_spsc_buffered", "w5_spsc_buffered", 2_000_000, CHANNEL_SYSTEMS),
     ("W6", "chan", "W6_mpmc_buffered", "w6_mpmc_buffered", 2_000_000, CHANNEL_SYSTEMS),
@@ -238,6 +240,7 @@ def render(args, wls, results, gov):
     for w in wls:
         rust_peers += [s for s in w[5][1:] if s not in rust_peers]
     has_base = any(k[1] == "goro_base" for k in results)
+    # The best peer is the fastest of every other system on the row: each Rust peer and each Go.
     head = ["row", "goro"] + (["goro_base"] if has_base else []) + rust_peers + gov + ["goro / best peer"]
     head += [f"goro / {v}" for v in gov] + (["goro / goro_base"] if has_base else [])
     print("| " + " | ".join(head) + " |")
@@ -260,6 +263,9 @@ def render(args, wls, results, gov):
     if any(w[0] in ("W4", "W6", "W7") for w in wls):
         print("Cap-0 rows: tokio_mpsc and async_channel have no rendezvous channel and run at cap 1; "
               "tokio_mpsc's W6/W7 consumers share the receiver behind a tokio Mutex.")
+    if any(w[0] == "W3" for w in wls):
+        print("W3 may: the may crate's stackful coroutines (2 workers), may::coroutine::yield_now; main (a coroutine) "
+              "joins the 200 coroutines.")
     if any(w[0] == "W10" for w in wls):
         print("W10 parking_lot: a blocking parking_lot::Mutex taken by tasks on the 2-worker tokio runtime.")
     if any(w[0] == "W15" for w in wls):

@@ -13,6 +13,12 @@
 //! run inside [`timed`], exactly as `benches/go/w15_timers` does; so W15's numbers are not wall
 //! times, and its throughput figure is not units per wall-clock second.
 //!
+//! W3 also has a `may` row: the `may` crate's stackful coroutines (`may::coroutine::yield_now`,
+//! 2 workers), the closest thing in Rust to a goroutine that yields. Its coroutines are not
+//! futures, so its workload is written out in [`may_yield_many`], the same shape: main (a
+//! coroutine) spawns the 200 coroutines, each yields 1_000 times, main waits for them all
+//! (joining each; goro's and tokio's rows count down a [`Counter`], Go's a `WaitGroup`).
+//!
 //! `cargo bench -p goro-benches --bench runtime -- tokio` runs only the tokio rows, `-- goro`
 //! only goro's.
 
@@ -69,6 +75,9 @@ trait Workload: 'static {
     const TIMERS: bool = false;
     /// One run, on the runtime behind `E`, from inside its main task.
     fn run<E: Exec>() -> impl Future<Output = ()> + Send;
+    /// The workload on `may` (stackful coroutines, written out by hand): `iters` runs inside
+    /// may's main coroutine, returning their total time; `None` where there is no may row.
+    const MAY: Option<fn(u64) -> Duration> = None;
 }
 
 /// W1 spawn_many: main spawns 100_000 trivial tasks, each adds 1 to a shared atomic; main waits
@@ -115,6 +124,7 @@ struct YieldMany;
 impl Workload for YieldMany {
     const NAME: &'static str = "W3_yield_many";
     const UNITS: usize = YIELD_TASKS * YIELDS;
+    const MAY: Option<fn(u64) -> Duration> = Some(may_yield_many);
     async fn run<E: Exec>() {
         let c = Counter::new(YIELD_TASKS);
         for _ in 0..YIELD_TASKS {
@@ -128,6 +138,47 @@ impl Workload for YieldMany {
         }
         c.done.wait().await;
     }
+}
+
+/// W3 on may: `iters` runs of [`YieldMany`]'s workload inside one main coroutine, timed there.
+fn may_yield_many(iters: u64) -> Duration {
+    may_runtime();
+    let main = move || {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let start = Instant::now();
+            let hs: Vec<_> = (0..YIELD_TASKS)
+                .map(|_| {
+                    let yielder = || {
+                        for _ in 0..YIELDS {
+                            may::coroutine::yield_now();
+                        }
+                    };
+                    // SAFETY: as for main below: no thread-local storage, a few words of stack,
+                    // and no blocking call but may's own.
+                    unsafe { may::coroutine::spawn(yielder) }
+                })
+                .collect();
+            for h in hs {
+                h.join().expect("W3: a may coroutine panicked");
+            }
+            total += start.elapsed();
+        }
+        total
+    };
+    // SAFETY: may's contract for a coroutine: it reads no thread-local storage (a coroutine may
+    // move between may's worker threads), stays within may's default stack (these closures
+    // use a few hundred bytes), and blocks only through may (`yield_now`, `join`).
+    let h = unsafe { may::coroutine::spawn(main) };
+    h.join().expect("W3: may's main coroutine panicked")
+}
+
+/// may's scheduler, configured once before its first coroutine: 2 workers, as everywhere.
+fn may_runtime() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        may::config().set_workers(WORKERS);
+    });
 }
 
 /// W15 timers: main spawns 100_000 tasks that each sleep 1 ms, then count themselves; main
@@ -184,6 +235,9 @@ fn group<W: Workload>(c: &mut Criterion, rts: &Runtimes) {
         // block_on runs its future as the main G on this thread.
         b.iter_custom(|iters| rts.goro().block_on(timed::<W, Goro>(iters)))
     });
+    if let Some(may_run) = W::MAY {
+        g.bench_function("may", |b| b.iter_custom(may_run));
+    }
     g.finish();
 }
 

@@ -36,7 +36,7 @@ pub(crate) use raw::stats;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use raw::{LockOp, RawMutex};
+use raw::{LockOp, RawMutex, Spin};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::future::Future;
@@ -144,7 +144,7 @@ impl<T: ?Sized> Mutex<T> {
     /// });
     /// ```
     pub fn lock(&self) -> Lock<'_, T> {
-        Lock { lock: self, op: LockOp::new() }
+        Lock { lock: self, op: None }
     }
 
     /// Locks, blocking the calling thread: [`lock`](Mutex::lock) for plain threads. Called from
@@ -157,7 +157,7 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        goro_runtime::block_on_thread_for("`mutex.lock().await`", Lock { lock: self, op: LockOp::new() })
+        goro_runtime::block_on_thread_for("`mutex.lock().await`", Lock { lock: self, op: None })
     }
 
     /// Locks if no one holds the mutex (Go's `TryLock`); never waits. As in Go it may take the
@@ -277,26 +277,69 @@ impl<T: ?Sized + fmt::Display> fmt::Display for MutexGuard<'_, T> {
 #[must_use = "futures do nothing unless you `.await` them"]
 pub struct Lock<'a, T: ?Sized> {
     lock: &'a Mutex<T>,
-    op: LockOp,
+    /// The slow path's state (wait-list node, Go's `lockSlow` locals): made in place only when
+    /// the fast path fails, so an uncontended or barging lock neither builds nor drops a node.
+    /// Between an unlock and the next lock of a hot loop that is all there is; a node written
+    /// and copied there each time kept the lock free longer and handed it to the other thread
+    /// more often (W10).
+    op: Option<LockOp>,
 }
 
 impl<'a, T: ?Sized> Future for Lock<'a, T> {
     type Output = MutexGuard<'a, T>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        let lock = this.lock;
-        // SAFETY: `op` is pinned inside this future and always used with this mutex.
-        let ready = unsafe { this.op.poll(&lock.raw, cx) };
+        if this.op.is_none() {
+            // A yield point: if sysmon asked this G to yield, do so before trying the lock
+            // (nothing is held or queued yet, so the future stays cancel-safe).
+            std::task::ready!(goro_runtime::coop::poll_proceed(cx));
+            // Go's fast path, inlined as Go's is: grab an unlocked mutex.
+            if this.lock.raw.lock_fast() {
+                return Poll::Ready(MutexGuard { lock: this.lock });
+            }
+        }
+        // SAFETY: `this` is pinned (we were given it so).
+        unsafe { this.poll_slow(cx) }
+    }
+}
+
+impl<'a, T: ?Sized> Lock<'a, T> {
+    /// The rest of [`poll`](Future::poll): a first poll whose fast path failed spins and
+    /// competes (Go's `lockSlow`) still without a node, and makes one in place only to queue;
+    /// a later poll sees what the unlock left it.
+    ///
+    /// # Safety
+    /// `self` is pinned: it does not move until it is dropped.
+    #[inline(never)]
+    unsafe fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
+        let lock = self.lock;
+        let ready = match &mut self.op {
+            // SAFETY: `op` is pinned inside this future (our caller's contract; made in place
+            // below) and always used with this mutex.
+            Some(op) => unsafe { op.poll(&lock.raw, cx) },
+            None => {
+                let mut spin = Spin::new(false);
+                if lock.raw.spin_or_take(&mut spin) {
+                    return Poll::Ready(MutexGuard { lock });
+                }
+                let op = self.op.insert(LockOp::new());
+                // SAFETY: as above: `op` was just made in place, where it stays.
+                unsafe { op.poll_first(&lock.raw, spin, cx) }
+            }
+        };
         ready.map(|()| MutexGuard { lock })
     }
 }
 
 impl<T: ?Sized> Drop for Lock<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: dropped in place (pinned until now); the same mutex as every poll.
-        unsafe { self.op.cancel(&self.lock.raw) }
+        if let Some(op) = &mut self.op {
+            // SAFETY: dropped in place (pinned until now); the same mutex as every poll.
+            unsafe { op.cancel(&self.lock.raw) }
+        }
     }
 }
 

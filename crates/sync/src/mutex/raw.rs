@@ -158,6 +158,61 @@ impl RawMutex {
         }
     }
 
+    /// Go's `Lock` fast path: takes an unlocked mutex (no waiters, nobody woken, normal mode)
+    /// with one CAS. [`LockOp`] takes over when it fails.
+    #[inline]
+    pub(crate) fn lock_fast(&self) -> bool {
+        self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok()
+    }
+
+    /// The part of Go's `lockSlow` loop that needs no wait-list node: while the lock is held in
+    /// normal mode and spinning can help, spin (at most [`ACTIVE_SPIN`] rounds, counted in
+    /// `spin`, until the next wake-up: a woken waiter may spin again, as in Go), setting `WOKEN`
+    /// if nobody is so that the unlock wakes
+    /// nobody; whenever the lock is free and not being handed off, compete for it. `true`: the
+    /// lock is ours (and a `WOKEN` we owned is cleared). `false`: it is held (or being handed
+    /// off) and spinning is over: the caller queues, owning `WOKEN` if `spin.awoke`.
+    ///
+    /// A `Lock` runs this before it builds its node, so a lock that a short spin wins (the
+    /// usual case under contention) never builds or drops one.
+    #[inline]
+    pub(crate) fn spin_or_take(&self, spin: &mut Spin) -> bool {
+        let mut old = self.state.load(Relaxed);
+        loop {
+            debug_assert!(!spin.awoke || old & WOKEN != 0, "sync: inconsistent mutex state {old:#x}");
+            // Held in normal mode: spinning makes sense if the holder may be running elsewhere.
+            if old & (LOCKED | STARVING) == LOCKED
+                && spin.iter < ACTIVE_SPIN
+                && *spin.may_spin.get_or_insert_with(spinning_helps)
+            {
+                // Tell unlock not to wake a waiter: we are about to take the lock ourselves.
+                if !spin.awoke
+                    && old & WOKEN == 0
+                    && old >> WAITER_SHIFT != 0
+                    && self.state.compare_exchange_weak(old, old | WOKEN, Relaxed, Relaxed).is_ok()
+                {
+                    spin.awoke = true;
+                }
+                self::spin();
+                spin.iter += 1;
+                old = self.state.load(Relaxed);
+                continue;
+            }
+            // Free, and not being handed off: compete.
+            if old & (LOCKED | STARVING) == 0 {
+                let new = if spin.awoke { (old | LOCKED) & !WOKEN } else { old | LOCKED };
+                match self.state.compare_exchange_weak(old, new, Acquire, Relaxed) {
+                    Ok(_) => return true,
+                    Err(actual) => {
+                        old = actual;
+                        continue;
+                    }
+                }
+            }
+            return false;
+        }
+    }
+
     /// Go's `Unlock`. The caller holds the lock.
     #[inline]
     pub(crate) fn unlock(&self) {
@@ -326,6 +381,22 @@ fn spin() {
     }
 }
 
+/// Go's `lockSlow` locals that outlive a spin phase: whether we own `WOKEN` (`awoke`), the
+/// spin rounds used (`iter`), and whether spinning can help (asked once per operation).
+pub(crate) struct Spin {
+    awoke: bool,
+    iter: u32,
+    may_spin: Option<bool>,
+}
+
+impl Spin {
+    /// A new lock operation's (`awoke`: false), or a woken waiter's (`awoke`: true, as Go's
+    /// `iter = 0` after a wake-up: it may spin again).
+    pub(crate) fn new(awoke: bool) -> Spin {
+        Spin { awoke, iter: 0, may_spin: None }
+    }
+}
+
 /// One lock operation: its wait-list node and what Go keeps in `Lock`'s locals. Lives inside the
 /// pinned [`Lock`](super::Lock) future (or a blocked thread's stack, through it).
 pub(crate) struct LockOp {
@@ -343,23 +414,28 @@ impl LockOp {
         LockOp { node: Node::new(), queued: false, starving: false, wait_start: None }
     }
 
-    /// Polls the lock operation; `Ready` means the caller holds the lock.
+    /// The first poll of a new operation, after [`RawMutex::lock_fast`] and
+    /// [`RawMutex::spin_or_take`] failed with `spin`: queue (or, if the lock was released
+    /// meanwhile, compete again). `Ready` means the caller holds the lock.
     ///
     /// # Safety
-    /// `self` is pinned (it does not move until it is dropped), and every call, and the final
-    /// [`cancel`](Self::cancel), passes the same `m`.
+    /// `self` is new and pinned (it does not move until it is dropped), and every call, and the
+    /// final [`cancel`](Self::cancel), passes the same `m`.
+    #[inline]
+    pub(crate) unsafe fn poll_first(&mut self, m: &RawMutex, spin: Spin, cx: &mut Context<'_>) -> Poll<()> {
+        debug_assert!(!self.queued && self.wait_start.is_none());
+        // SAFETY: forwarded from our caller; the node was never queued.
+        unsafe { self.lock_slow(m, spin, cx) }
+    }
+
+    /// Polls the operation again after [`poll_first`](Self::poll_first) returned `Pending`;
+    /// `Ready` means the caller holds the lock.
+    ///
+    /// # Safety
+    /// As for [`poll_first`](Self::poll_first) (not new any more).
     #[inline]
     pub(crate) unsafe fn poll(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.queued {
-            // A yield point: if sysmon asked this G to yield, do so before trying the lock.
-            std::task::ready!(goro_runtime::coop::poll_proceed(cx));
-            // Go's fast path: grab an unlocked mutex.
-            if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
-                return Poll::Ready(());
-            }
-            // SAFETY: forwarded from our caller; the node is not queued.
-            return unsafe { self.lock_slow(m, false, cx) };
-        }
+        debug_assert!(self.queued, "sync: a mutex lock polled again while not queued");
         // SAFETY: forwarded from our caller.
         unsafe { self.poll_queued(m, cx) }
     }
@@ -396,7 +472,7 @@ impl LockOp {
             }
         };
         // SAFETY: forwarded from our caller; the node is not queued any more.
-        unsafe { self.lock_slow(m, awoke, cx) }
+        unsafe { self.lock_slow(m, Spin::new(awoke), cx) }
     }
 
     /// A queued node's outcome, or [`WAITING`] (then with the waker of `cx` registered).
@@ -416,47 +492,22 @@ impl LockOp {
     }
 
     /// Go's `lockSlow` loop, up to the point where it would sleep: spin, compete, or queue.
+    /// `spin` is where [`RawMutex::spin_or_take`] starts (the first poll of a `Lock` ran it
+    /// already: that one, with no node yet, passes it on).
     ///
     /// # Safety
     /// As for [`poll`](Self::poll); the node is not queued.
     #[inline(never)]
-    unsafe fn lock_slow(&mut self, m: &RawMutex, mut awoke: bool, cx: &mut Context<'_>) -> Poll<()> {
-        let mut iter = 0;
-        let mut may_spin = None;
-        let mut old = m.state.load(Relaxed);
+    unsafe fn lock_slow(&mut self, m: &RawMutex, mut spin: Spin, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            debug_assert!(!awoke || old & WOKEN != 0, "sync: inconsistent mutex state {old:#x}");
-            // Held in normal mode: spinning makes sense if the holder may be running elsewhere.
-            if old & (LOCKED | STARVING) == LOCKED && iter < ACTIVE_SPIN && *may_spin.get_or_insert_with(spinning_helps)
-            {
-                // Tell unlock not to wake a waiter: we are about to take the lock ourselves.
-                if !awoke
-                    && old & WOKEN == 0
-                    && old >> WAITER_SHIFT != 0
-                    && m.state.compare_exchange_weak(old, old | WOKEN, Relaxed, Relaxed).is_ok()
-                {
-                    awoke = true;
-                }
-                spin();
-                iter += 1;
-                old = m.state.load(Relaxed);
-                continue;
+            if m.spin_or_take(&mut spin) {
+                return Poll::Ready(());
             }
-            // Free, and not being handed off: compete.
-            if old & (LOCKED | STARVING) == 0 {
-                let new = if awoke { (old | LOCKED) & !WOKEN } else { old | LOCKED };
-                match m.state.compare_exchange_weak(old, new, Acquire, Relaxed) {
-                    Ok(_) => return Poll::Ready(()),
-                    Err(actual) => {
-                        old = actual;
-                        continue;
-                    }
-                }
-            }
+            let awoke = spin.awoke;
             // Held or being handed off: queue, counting ourselves in under the list lock
             // (invariant 1).
             let mut list = m.waiters.lock();
-            old = m.state.load(Relaxed);
+            let mut old = m.state.load(Relaxed);
             while old & (LOCKED | STARVING) != 0 {
                 let mut new = old + WAITER;
                 if self.starving && old & LOCKED != 0 {
@@ -493,7 +544,7 @@ impl LockOp {
                     Err(actual) => old = actual,
                 }
             }
-            // Released meanwhile: compete again.
+            // Released meanwhile: compete again (we still own WOKEN if we did).
             drop(list);
         }
     }
