@@ -40,7 +40,7 @@ const TIMER_SLEEP: Duration = Duration::from_millis(1);
 
 #[path = "common/mod.rs"]
 mod common;
-use common::exec::{Exec, Goro, Runtimes, Tokio};
+use common::exec::{Exec, Goro, Runtimes, Tokio, WORKERS};
 use common::signal::Signal;
 
 /// A shared countdown: the task that brings `count` to `target` sets `done`.
