@@ -164,6 +164,40 @@ fn loom_sched_foreign_wake_of_main() {
     });
 }
 
+/// The submitter's half of "No lost wake-ups" (`sched`'s module docs): the main G spawns G1,
+/// which starts M1 spinning on the other P, then G2, which displaces G1 from `runnext` into
+/// P0's stealable ring and calls `wakep`; then the main G blocks its thread (plain code, no
+/// yield point) until G1 has run. Only M1 can run G1 now, wherever it is when the push lands:
+/// still spinning (then it steals G1), or giving P1 up (then either its last look at the
+/// queues sees G1, or `wakep` sees P1 idle and starts an M for it). Without `wakep`'s fence
+/// both can miss, and loom finds the deadlock: M0 blocked, M1 asleep. (Go's own guarantee: a
+/// runnable G never waits for its spawner's computation while a P idles.)
+#[test]
+fn loom_sched_wakep_while_the_spawner_blocks() {
+    model(|| {
+        let rt = runtime(2);
+        let ran = Arc::new((loom::sync::Mutex::new(false), loom::sync::Condvar::new()));
+        let r = ran.clone();
+        rt.block_on(async move {
+            let h1 = go(async move {
+                let (m, c) = &*r;
+                *m.lock().unwrap() = true;
+                c.notify_one();
+            });
+            let h2 = go(async {});
+            {
+                let (m, c) = &*ran;
+                let mut done = m.lock().unwrap();
+                while !*done {
+                    done = c.wait(done).unwrap();
+                }
+            }
+            h1.await.unwrap();
+            h2.await.unwrap();
+        });
+    });
+}
+
 /// Two Gs on two Ps: G1 spawns G2 from its own M (G2 goes to that P's `runnext`, possibly
 /// displacing nothing, and `wakep` may start or find an M), and returns G2's output; the main
 /// G awaits G1. Exercises spawning from a G, a G's JoinHandle awaited by a G (its join waker is
