@@ -28,8 +28,8 @@
 //!
 //! Each protocol has one owner; the list runs from the bottom up (a module imports only modules
 //! above it in this list, except `sched` and `m`, which import each other: the scheduler's
-//! shared half and the M's loop are one algorithm, Go's `proc.go`). Check with
-//! `grep -n "^use crate" crates/runtime/src/*.rs`.
+//! shared half and the M's loop are one algorithm, Go's `proc.go`). `tests/layout.rs` fails,
+//! naming the imports, if a change closes another circle.
 //!
 //! - `loom`: the synchronization shim that lets loom model-check all of this (`loom_tests`).
 //! - `config`: the builder's settings, the environment knobs (`GORO_MAXPROCS`, `GORO_DEBUG`)
