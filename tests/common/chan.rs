@@ -129,3 +129,33 @@ pub fn assert_exactly_once(got: impl IntoIterator<Item = u64>, n: u64) {
     assert_eq!(count, n, "received {count} values of {n}; first missing: {missing:?}");
     assert_eq!(sum, n * (n - 1) / 2);
 }
+
+// ---- the ping-pong of tests/chan.rs and tests/extra's tokio_interop.rs: goro channels between
+// two sides, whatever runs each (Gs, plain threads, tokio tasks) ----
+
+/// Round trips of a ping-pong.
+pub const ROUNDS: u64 = 20_000;
+
+/// The pinger: sends i, expects i + 1 back, for every round; returns the sum of the replies.
+pub async fn ping(ping_tx: goro::chan::Sender<u64>, pong_rx: goro::chan::Receiver<u64>) -> u64 {
+    let mut sum = 0;
+    for i in 0..ROUNDS {
+        ping_tx.send(i).await.unwrap();
+        let r = pong_rx.recv().await.unwrap();
+        assert_eq!(r, i + 1);
+        sum += r;
+    }
+    sum
+}
+
+/// The ponger: echoes +1 until the pinger hangs up.
+pub async fn pong(ping_rx: goro::chan::Receiver<u64>, pong_tx: goro::chan::Sender<u64>) -> u64 {
+    let mut n = 0;
+    while let Some(v) = ping_rx.recv().await {
+        pong_tx.send(v + 1).await.unwrap();
+        n += 1;
+    }
+    n
+}
+
+pub const PING_SUM: u64 = ROUNDS * (ROUNDS + 1) / 2;

@@ -9,9 +9,10 @@
 #[path = "../../common/mod.rs"]
 mod common;
 
+use common::chan::{ping, pong, PING_SUM, ROUNDS};
 use common::child::{is_child, run_child};
 use common::{rt, watchdog, HANG};
-use goro::chan::{Receiver, Sender};
+use goro::chan::Receiver;
 use goro::sync::Mutex;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -45,32 +46,6 @@ fn stream_on_tokio() {
     });
     assert_eq!(got, (0..100).collect::<Vec<_>>());
 }
-
-const ROUNDS: u64 = 20_000;
-
-/// The pinger: sends i, expects i + 1 back, for every round; returns the sum of the replies.
-async fn ping(ping_tx: Sender<u64>, pong_rx: Receiver<u64>) -> u64 {
-    let mut sum = 0;
-    for i in 0..ROUNDS {
-        ping_tx.send(i).await.unwrap();
-        let r = pong_rx.recv().await.unwrap();
-        assert_eq!(r, i + 1);
-        sum += r;
-    }
-    sum
-}
-
-/// The ponger: echoes +1 until the pinger hangs up.
-async fn pong(ping_rx: Receiver<u64>, pong_tx: Sender<u64>) -> u64 {
-    let mut n = 0;
-    while let Some(v) = ping_rx.recv().await {
-        pong_tx.send(v + 1).await.unwrap();
-        n += 1;
-    }
-    n
-}
-
-const PING_SUM: u64 = ROUNDS * (ROUNDS + 1) / 2;
 
 #[test]
 fn ping_pong_on_tokio_current_thread() {
