@@ -84,9 +84,23 @@ pub(crate) struct Idle {
     nmspinning: CachePadded<AtomicUsize>,
     /// `lists.midle.len()` (Go's `sched.nmidle`), for schedtrace and metrics.
     nmidle: AtomicUsize,
-    /// `lists.syscall_waiters.len()`: `findrunnable` looks at it every 61st tick to give its P
-    /// to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
+    /// `lists.syscall_waiters.len() + lists.main_waiters.len()`: `findrunnable` looks at it to
+    /// give its P to a waiting M (see `MCtx::handoff_to_syscall_waiter`).
     nwaiters: AtomicUsize,
+    /// `lists.main_waiters.len()`: while it is not 0, a busy M gives its P away at its next
+    /// schedule instead of every 61st tick.
+    nmainwaiters: AtomicUsize,
+}
+
+/// Why an M without a P waits for one (`waiter_put`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PWait {
+    /// Back from a syscall whose P was retaken (`exitsyscall_slow`): served every 61st tick of a
+    /// busy P, as Go serves the global queue it puts such a G on.
+    Syscall,
+    /// M0's main future was woken (`MCtx::acquirep_for_main`): served at the next schedule of a
+    /// busy P, as Go's `ready` puts the G in the waker's `runnext`.
+    Main,
 }
 
 struct Lists {
@@ -98,6 +112,9 @@ struct Lists {
     /// first (Go puts their G on the global queue instead; a future cannot leave its M
     /// mid-poll, so the M waits).
     syscall_waiters: Vec<StdArc<M>>,
+    /// Ms in `block_on` whose main future was woken while they held no P and none was idle
+    /// ([`PWait::Main`]): served before the syscall waiters.
+    main_waiters: Vec<StdArc<M>>,
     /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
     spare: Vec<usize>,
 }
@@ -116,12 +133,14 @@ impl Idle {
                 pidle: (0..procs).rev().collect(),
                 midle: Vec::new(),
                 syscall_waiters: Vec::new(),
+                main_waiters: Vec::new(),
                 spare: (procs..slots).rev().collect(),
             }),
             npidle: CachePadded::new(AtomicUsize::new(procs)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
             nmidle: AtomicUsize::new(0),
             nwaiters: AtomicUsize::new(0),
+            nmainwaiters: AtomicUsize::new(0),
         }
     }
 
@@ -147,10 +166,16 @@ impl Idle {
         self.nmidle.load(Relaxed)
     }
 
-    /// Ms back from a syscall waiting for a P.
+    /// Ms without a P waiting for one (back from a syscall, or M0 with its main future woken).
     #[inline]
     pub(crate) fn syscall_waiting(&self) -> usize {
         self.nwaiters.load(SeqCst)
+    }
+
+    /// Whether an M0 waits for a P to poll its woken main future ([`PWait::Main`]).
+    #[inline]
+    pub(crate) fn main_waiting(&self) -> bool {
+        self.nmainwaiters.load(Relaxed) != 0
     }
 
     /// An M starts spinning (counts itself in).
@@ -206,24 +231,42 @@ impl Locked<'_> {
         self.idle.nmidle.fetch_sub(before - self.lists.midle.len(), Relaxed);
     }
 
-    /// An M back from a syscall that waits for a P (the latest): the next to get one.
+    /// The next M waiting for a P: a main M first, else the latest back from a syscall.
     pub(crate) fn waiter_get(&mut self) -> Option<StdArc<M>> {
-        let m = self.lists.syscall_waiters.pop()?;
+        let m = match self.lists.main_waiters.pop() {
+            Some(m) => {
+                self.idle.nmainwaiters.fetch_sub(1, Relaxed);
+                m
+            }
+            None => self.lists.syscall_waiters.pop()?,
+        };
         self.idle.nwaiters.fetch_sub(1, SeqCst);
         Some(m)
     }
 
-    /// `m` waits for a P after a syscall.
-    pub(crate) fn waiter_put(&mut self, m: StdArc<M>) {
-        self.lists.syscall_waiters.push(m);
+    /// `m` waits for a P, for `why`.
+    pub(crate) fn waiter_put(&mut self, m: StdArc<M>, why: PWait) {
+        match why {
+            PWait::Syscall => self.lists.syscall_waiters.push(m),
+            PWait::Main => {
+                self.lists.main_waiters.push(m);
+                self.idle.nmainwaiters.fetch_add(1, Relaxed);
+            }
+        }
         self.idle.nwaiters.fetch_add(1, SeqCst);
     }
 
-    /// Takes `m` off the waiting list (shutdown).
+    /// Takes `m` off the waiting lists (it stops waiting without being handed a P).
     pub(crate) fn waiter_remove(&mut self, m: &StdArc<M>) {
-        let before = self.lists.syscall_waiters.len();
-        self.lists.syscall_waiters.retain(|x| !StdArc::ptr_eq(x, m));
-        self.idle.nwaiters.fetch_sub(before - self.lists.syscall_waiters.len(), SeqCst);
+        let l = &mut *self.lists;
+        let before = l.main_waiters.len();
+        l.main_waiters.retain(|x| !StdArc::ptr_eq(x, m));
+        let mains = before - l.main_waiters.len();
+        let before = l.syscall_waiters.len();
+        l.syscall_waiters.retain(|x| !StdArc::ptr_eq(x, m));
+        let syscalls = before - l.syscall_waiters.len();
+        self.idle.nmainwaiters.fetch_sub(mains, Relaxed);
+        self.idle.nwaiters.fetch_sub(mains + syscalls, SeqCst);
     }
 
     /// A spare P slot, if any is left.
@@ -238,6 +281,7 @@ impl Locked<'_> {
 
     /// Every M asleep in either list (shutdown wakes them all).
     pub(crate) fn sleeping_ms(&self) -> impl Iterator<Item = &StdArc<M>> {
-        self.lists.midle.iter().chain(self.lists.syscall_waiters.iter())
+        let l = &*self.lists;
+        l.midle.iter().chain(l.syscall_waiters.iter()).chain(l.main_waiters.iter())
     }
 }

@@ -20,7 +20,7 @@
 use crate::coop;
 use crate::g::raw::{self, Who};
 use crate::g::{self, GPtr, JoinHandle};
-use crate::idle::{Spinning, M};
+use crate::idle::{PWait, Spinning, M};
 use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering::*};
 use crate::p::{self, PCore, P, P_DETACHED, P_RUNNING, P_SYSCALL};
 use crate::runq;
@@ -34,12 +34,16 @@ use std::ptr;
 use std::sync::{Arc as StdArc, Weak};
 use std::task::Wake;
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Consecutive `runnext` picks after which the ring gets a turn, so that two Gs that keep waking
 /// each other into `runnext` cannot starve the Gs queued behind them. Go relies on sysmon's
 /// 10 ms preemption for this; the bound makes it hold without waiting for sysmon.
 const RUNNEXT_STREAK_MAX: u32 = 32;
+
+/// How long a woken main future waits for a P before it is polled without one
+/// (see [`MCtx::acquirep_for_main`]): two time slices, sysmon's `BLOCKED_POLL`.
+const MAIN_P_WAIT: Duration = Duration::from_millis(20);
 
 /// The main future of an M inside `block_on`: its wake-up flag, and what a dump shows of it
 /// (it is no G, but Go's goroutine 1 all the same).
@@ -517,9 +521,11 @@ impl MCtx {
             if due {
                 p.fairness_due.store(false, Relaxed);
             }
-            // An M back from a syscall waits for a P while this one stays busy: it gets ours.
-            if (tick % 61 == 0 || due)
-                && sh.idle.syscall_waiting() != 0
+            // An M back from a syscall waits for a P while this one stays busy: it gets ours
+            // every 61st tick. A main M waiting for one gets it now (Go's `ready` puts the main
+            // G in this P's `runnext`: it runs next, here on its own thread).
+            if sh.idle.syscall_waiting() != 0
+                && (tick % 61 == 0 || due || sh.idle.main_waiting())
                 && !self.spinning.get()
                 && self.handoff_to_syscall_waiter(pid)
             {
@@ -815,6 +821,53 @@ impl MCtx {
         }
     }
 
+    /// M0's main future was woken while this M held no P (it had given its P up in
+    /// `findrunnable`): take one before polling it, as Go's main G runs only on a P. An idle P
+    /// if there is one; else wait for a busy M to hand one over at its next schedule
+    /// ([`PWait::Main`]), which is at most one G's poll away.
+    ///
+    /// A poll that computes without a yield point cannot be preempted (see `sysmon`), and Go
+    /// would preempt it: so after [`MAIN_P_WAIT`] the main future is polled without a P, as it
+    /// always was before this wait existed (its `go`s then allocate and push to the global
+    /// queue). Without the wait, a main woken by a G on another M while every P was busy ran
+    /// beside them with no P (tests/runtime.rs,
+    /// `main_woken_while_every_p_is_busy_waits_for_one`).
+    pub(crate) fn acquirep_for_main(&self) {
+        let sh = &*self.shared;
+        debug_assert!(self.is_main() && self.p.get().is_none());
+        let mut idle = sh.idle.lock();
+        if let Some(p) = sh.pidleget_locked(&mut idle) {
+            drop(idle);
+            self.acquirep(p);
+            return;
+        }
+        if sh.shutdown.load(Acquire) || sh.fatal.has_ended() {
+            return;
+        }
+        idle.waiter_put(self.m.clone(), PWait::Main);
+        drop(idle);
+        let deadline = Instant::now() + MAIN_P_WAIT;
+        loop {
+            let now = Instant::now();
+            if now < deadline {
+                self.m.parker.park_timeout(deadline - now);
+            }
+            let mut idle = sh.idle.lock();
+            if let Some((p, _)) = self.m.take_hand() {
+                drop(idle);
+                self.acquirep(p);
+                self.start_slice();
+                return;
+            }
+            let ending = sh.shutdown.load(Acquire) || sh.fatal.has_ended();
+            if ending || Instant::now() >= deadline {
+                // Still on the list: hand-offs run under this lock.
+                idle.waiter_remove(&self.m);
+                return;
+            }
+        }
+    }
+
     fn stop_reason(&self) -> Option<Found> {
         if self.shared.shutdown.load(Acquire) {
             Some(Found::Shutdown)
@@ -902,7 +955,7 @@ impl MCtx {
             return;
         }
         // `pidleput` hands the next freed P to us (under the same lock).
-        idle.waiter_put(self.m.clone());
+        idle.waiter_put(self.m.clone(), PWait::Syscall);
         drop(idle);
         loop {
             self.m.parker.park();

@@ -334,16 +334,15 @@ impl Runtime {
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
         loop {
+            // The main G runs on a P like any G (Go's main goroutine does): woken while this M
+            // had none, it takes one first (still counted as woken meanwhile, so `checkdead`
+            // sees it runnable). Without it, everything main does would run off-P: each `go` a
+            // fresh allocation pushed to the global queue instead of a recycled block in this
+            // P's queue (W1 3x slower).
+            if ctx.p().is_none() && main.is_notified() {
+                ctx.acquirep_for_main();
+            }
             if main.take_notified() {
-                // The main G runs on a P like any G (Go's main goroutine does): woken while this
-                // M had none, take an idle one if there is. Without it, everything main does
-                // meanwhile would run off-P: each `go` a fresh allocation pushed to the global
-                // queue instead of a recycled block in this P's queue (W1 3x slower).
-                if ctx.p().is_none() {
-                    if let Some(p) = shared.pidleget() {
-                        ctx.acquirep(p);
-                    }
-                }
                 ctx.poll_start(0);
                 shared.main_polls.fetch_add(1, Relaxed);
                 main.wait_reason.store(0, Relaxed);
