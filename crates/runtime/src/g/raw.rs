@@ -192,6 +192,12 @@ struct Cell<F: Future> {
     stage: UnsafeCell<Stage<F>>,
 }
 
+/// The memory of a G running `F`: its cell, starting on a cache line of its own
+/// ([`gfree::ALIGN`]: a G that shared a line with its neighbour slowed both down).
+fn cell_layout<F: Future>() -> Layout {
+    Layout::new::<Cell<F>>().align_to(gfree::ALIGN).expect("a G's cell fits in memory")
+}
+
 /// Which G, for messages: its goid and where it was spawned.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Who {
@@ -257,7 +263,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let layout = Layout::new::<Cell<F>>();
+    let layout = cell_layout::<F>();
     let class = gfree::class_of(layout);
     let mut reused = false;
     let mem: NonNull<Cell<F>> = match class {
@@ -450,7 +456,7 @@ unsafe fn dealloc<F: Future, S: Schedule>(ptr: NonNull<Header>) {
     let sched = unsafe { StdArc::from_raw(sched) };
     if class == u8::MAX {
         // SAFETY: allocated with exactly this layout in `allocate`.
-        unsafe { std::alloc::dealloc(cell_ptr.as_ptr().cast(), Layout::new::<Cell<F>>()) };
+        unsafe { std::alloc::dealloc(cell_ptr.as_ptr().cast(), cell_layout::<F>()) };
     } else {
         let block = Block::new(cell_ptr.cast());
         sched.gfput(class, block);
