@@ -193,7 +193,10 @@ struct Cell<F: Future> {
 }
 
 /// The memory of a G running `F`: its cell, starting on a cache line of its own
-/// ([`gfree::ALIGN`]: a G that shared a line with its neighbour slowed both down).
+/// ([`gfree::ALIGN`]: a G that shared a line with its neighbour slowed both down). Pooled Gs
+/// get that from `gfree::alloc_block`; a G too big for a class asks the allocator for the
+/// alignment itself (its aligned path is slower, but such Gs are rare and each costs a copy of
+/// its big future anyway).
 fn cell_layout<F: Future>() -> Layout {
     Layout::new::<Cell<F>>().align_to(gfree::ALIGN).expect("a G's cell fits in memory")
 }
