@@ -827,14 +827,16 @@ fn a_value_whose_clone_reads_the_map() {
     assert_eq!(m.len(), 100);
 }
 
-/// A key whose `Hash` calls back into the same map. Hashing a key for the dirty map happens
-/// under the map's lock (it is how the dirty `HashMap` finds the key), so such a call cannot be
-/// served: it panics with a message that says so, instead of deadlocking the thread, and the map
-/// stays usable.
+/// A key whose `Hash` calls back into the same map. A key is hashed once per operation, before
+/// any lock; but when a shard's dirty table grows, it rehashes the keys it holds under that
+/// shard's lock, and a call from there into any shard of the map cannot be served (it would
+/// deadlock the thread on its own shard). It panics with a message that says so, instead of
+/// deadlocking, and the map stays usable.
 #[test]
 fn a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking() {
     let _w = common::watchdog("a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking", USER_CODE_LIMIT);
     static MAP: std::sync::OnceLock<Map<Probe, u64>> = std::sync::OnceLock::new();
+    static FRESH: AtomicUsize = AtomicUsize::new(0);
     #[derive(Clone, PartialEq, Eq)]
     struct Probe {
         id: u64,
@@ -843,23 +845,29 @@ fn a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking() {
     impl std::hash::Hash for Probe {
         fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
             if self.reenter {
-                // An absent key while the read snapshot is amended: the locked path.
-                assert_eq!(MAP.get().unwrap().load(&Probe { id: u64::MAX, reenter: false }), None);
+                // A new key: a store that takes its shard's lock.
+                let id = u64::MAX - FRESH.fetch_add(1, SeqCst) as u64;
+                MAP.get().unwrap().store(Probe { id, reenter: false }, 0);
             }
             self.id.hash(state);
         }
     }
     let m = MAP.get_or_init(Map::new);
-    m.store(Probe { id: 1, reenter: false }, 1); // a new key: the read snapshot is amended
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.load(&Probe { id: 2, reenter: true })));
-    let payload = r.expect_err("a re-entrant Hash must panic");
+    // Hashed outside any lock here: its call into the map is served.
+    m.store(Probe { id: 0, reenter: true }, 0);
+    assert_eq!(m.load(&Probe { id: u64::MAX, reenter: false }), Some(0));
+    // New keys until the dirty table holding the probe grows and rehashes it under its lock.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for id in 1..100_000 {
+            m.store(Probe { id, reenter: false }, id);
+        }
+    }));
+    let payload = r.expect_err("a re-entrant Hash under the lock must panic");
     let msg = common::panic_message(&*payload);
     assert!(msg.contains("re-entered"), "unexpected panic message: {msg}");
     // The lock was released and nothing is poisoned.
-    m.store(Probe { id: 3, reenter: false }, 3);
-    assert_eq!(m.load(&Probe { id: 1, reenter: false }), Some(1));
-    assert_eq!(m.load(&Probe { id: 3, reenter: false }), Some(3));
-    assert_eq!(m.len(), 2);
+    m.store(Probe { id: 100_001, reenter: false }, 3);
+    assert_eq!(m.load(&Probe { id: 100_001, reenter: false }), Some(3));
 }
 
 /// Keys and values whose destructors all panic: `clear` and dropping the map still drop every

@@ -26,7 +26,7 @@ use std::marker::PhantomData;
 /// The `BuildHasher` of the map's tables (and of its lookups): `S`, or the fast keyed hash.
 pub(super) struct Hashing<K, S> {
     inner: S,
-    /// The fast hash's seeds (unused, and zero, unless [`Hashing::FAST`]).
+    /// The fast hash's seeds (unused, and zero, unless [`Hashing::fast`]).
     seeds: [u64; 2],
     _key: PhantomData<fn(&K)>,
 }
@@ -197,6 +197,36 @@ impl<H: Hasher> Hasher for KeyHasher<H> {
     }
 }
 
+impl<K: 'static, S: BuildHasher + 'static> Hashing<K, S> {
+    /// `key`'s hash, and the word its shard is taken from ([`shard_of`]). With the fast hash that
+    /// word is the state before the last multiply: the shard's index is ready while the hash
+    /// is still being computed, and a load's chain of dependent loads (shard, snapshot, table,
+    /// bucket) starts that much sooner. Otherwise it is the hash itself.
+    #[inline(always)]
+    pub(super) fn hash_and_pick<Q: std::hash::Hash + ?Sized>(&self, key: &Q) -> (u64, u64) {
+        let mut h = self.build_hasher();
+        key.hash(&mut h);
+        match h {
+            KeyHasher::Fast { acc, seed } => (folded_multiply(acc, seed), acc),
+            KeyHasher::Inner(h) => {
+                let h = h.finish();
+                (h, h)
+            }
+        }
+    }
+}
+
+/// Which of `shards` shards (a power of two) a key belongs to, from its pick word (see
+/// [`Hashing::hash_and_pick`]): bits 32 and up. A table uses its hash's low bits for the bucket
+/// and the top 7 for the tag, so the keys of one shard still spread over all of a table's
+/// buckets and tags (up to tables of 2^32 buckets). A weak user hasher whose middle bits do not
+/// vary (an identity hash of small integers) puts every key in one shard: the map then works as
+/// with one lock for all, as it did before it had shards.
+#[inline(always)]
+pub(super) fn shard_of(pick: u64, shards: usize) -> usize {
+    (pick >> 32) as usize & (shards - 1)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -229,5 +259,31 @@ mod tests {
         // A random function hits about 63% of 4096 buckets with 4096 keys, and all 128 tags.
         assert!(low.len() > 2300, "{} of 4096 low-bit values", low.len());
         assert_eq!(tags.len(), 128);
+    }
+
+    /// Sequential keys, and keys that are all multiples of a power of two, spread evenly over
+    /// the shards; one shard takes every key.
+    #[test]
+    fn shards_spread_keys_evenly() {
+        for stride in [1u64, 8, 4096] {
+            let h = Hashing::<u64, _>::new(RandomState::new());
+            let mut count = [0usize; 8];
+            for k in 0..8192u64 {
+                count[shard_of(h.hash_and_pick(&(k * stride)).1, 8)] += 1;
+            }
+            assert!(count.iter().all(|&c| (850..1200).contains(&c)), "stride {stride}: {count:?}");
+        }
+        let h = Hashing::<String, _>::new(RandomState::new());
+        let mut count = [0usize; 64];
+        for k in 0..8192u64 {
+            count[shard_of(h.hash_and_pick(&format!("key-{k}")).1, 64)] += 1;
+        }
+        assert!(count.iter().all(|&c| (70..200).contains(&c)), "strings: {count:?}");
+        assert!((0..1000u64).all(|k| shard_of(h.hash_and_pick(&k.to_string()).1, 1) == 0));
+        // The fast hash: the pick word is not the hash, and the hash is `hash_one`'s.
+        let h = Hashing::<u64, _>::new(RandomState::new());
+        let (hash, pick) = h.hash_and_pick(&7u64);
+        assert_eq!(hash, h.hash_one(7u64));
+        assert_ne!(hash, pick);
     }
 }

@@ -36,7 +36,7 @@ impl Drop for Counted {
 
 #[test]
 fn new_keys_go_to_dirty_and_amend_read() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     assert_eq!(m.state(), (0, false, None, 0));
     m.store(1, 1);
     // dirtyLocked built an (empty) copy of read, then the key went in; read is amended.
@@ -48,7 +48,7 @@ fn new_keys_go_to_dirty_and_amend_read() {
 
 #[test]
 fn promotion_after_len_dirty_misses() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     for k in 0..4 {
         m.store(k, k);
     }
@@ -69,7 +69,7 @@ fn promotion_after_len_dirty_misses() {
 
 #[test]
 fn absent_key_with_clean_read_is_not_a_miss() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.range(|_, _| true); // promotes
     assert_eq!(m.state(), (1, false, None, 0));
@@ -79,7 +79,7 @@ fn absent_key_with_clean_read_is_not_a_miss() {
 
 #[test]
 fn dirty_rebuild_expunges_deleted_entries_and_store_unexpunges() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     for k in 0..3 {
         m.store(k, k);
     }
@@ -105,7 +105,7 @@ fn dirty_rebuild_expunges_deleted_entries_and_store_unexpunges() {
 /// in Go): lookups of absent keys keep taking the lock until the misses promote `dirty`.
 #[test]
 fn delete_of_the_only_new_key_leaves_read_amended() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.store(2, 2);
     m.range(|_, _| true); // read = {1, 2}
@@ -121,7 +121,7 @@ fn delete_of_the_only_new_key_leaves_read_amended() {
 
 #[test]
 fn load_or_store_on_expunged_entry() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.range(|_, _| true);
     m.delete(&1);
@@ -134,7 +134,7 @@ fn load_or_store_on_expunged_entry() {
 
 #[test]
 fn swap_and_delete_in_every_state() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     assert_eq!(m.swap(1, 1), None); // new key, dirty
     assert_eq!(m.swap(1, 2), Some(1)); // dirty only
     m.range(|_, _| true);
@@ -152,7 +152,7 @@ fn swap_and_delete_in_every_state() {
 
 #[test]
 fn compare_ops_on_dirty_entries_count_misses() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.store(2, 2);
     assert!(m.compare_and_swap(&1, &1, 10));
@@ -167,7 +167,7 @@ fn compare_ops_on_dirty_entries_count_misses() {
 
 #[test]
 fn clear_keeps_dirty_non_nil_and_resets_misses() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.load(&1); // one miss (dirty len 1): promotes
     m.store(2, 2); // dirty rebuilt
@@ -182,7 +182,7 @@ fn clear_keeps_dirty_non_nil_and_resets_misses() {
 
 #[test]
 fn borrowed_lookups() {
-    let m: Map<String, Vec<u8>> = Map::new();
+    let m: Map<String, Vec<u8>> = Map::with_one_shard();
     m.store("a".into(), vec![1]);
     assert_eq!(m.load("a"), Some(vec![1]));
     assert!(m.compare_and_swap("a", &vec![1], vec![2]));
@@ -195,7 +195,7 @@ fn borrowed_lookups() {
 
 #[test]
 fn zero_sized_values() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, ());
     m.store(1, ());
     assert_eq!(m.swap(2, ()), None);
@@ -211,7 +211,7 @@ fn zero_sized_values() {
 fn drop_frees_live_values_at_once() {
     let live = Arc::new(AtomicUsize::new(0));
     {
-        let m = Map::new();
+        let m = Map::with_one_shard();
         for k in 0..50u32 {
             m.store(k, Counted::new(&live, k));
         }
@@ -226,17 +226,47 @@ fn drop_frees_live_values_at_once() {
 
 #[test]
 fn check_invariants_catches_an_expunged_entry_in_dirty() {
-    let m = Map::new();
+    let m = Map::with_one_shard();
     m.store(1, 1);
     m.range(|_, _| true);
     m.delete(&1);
     m.store(2, 2); // 1 expunged
                    // Break invariant 1 by hand: put the expunged entry into dirty.
     {
-        let g = m.reclaim.pin();
-        let e = m.load_read(&g).m.get(&1).cloned().unwrap();
-        m.mu.lock().m.as_mut().unwrap().insert(1, e);
+        let s = &m.shards()[0];
+        let g = s.reclaim.pin();
+        let m = &s.load_read(&g).m;
+        let e = m.get(m.hash(&1), &1).cloned().unwrap();
+        s.mu.lock().m.as_mut().unwrap().insert(m.hash(&1), 1, e);
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.check_invariants()));
     assert!(r.is_err());
+}
+
+/// Issue 17 (W13, two Gs each storing new keys half the time): every store of a new key took
+/// the map's one lock, so the Gs queued on each other and two ran 1.5-2x slower than one alone.
+/// Now a key's store takes only its own shard's lock: with one shard's lock held (as by a G in
+/// the middle of a store), a new key of another shard goes in at once. With one lock for the
+/// whole map this store waited for the lock, and the test failed on its timeout.
+#[test]
+fn a_new_key_does_not_wait_for_another_shards_lock() {
+    let m = Arc::new(Map::<u64, u64>::new());
+    assert!(m.shards().len() >= 4, "4 shards per CPU");
+    let held = m.shard_index(&0);
+    let other = (1..).find(|k| m.shard_index(k) != held).unwrap();
+    let lock = m.shards()[held].mu.lock();
+    let (done, waiting) = std::sync::mpsc::channel();
+    let m2 = m.clone();
+    std::thread::spawn(move || {
+        m2.store(other, 1);
+        done.send(()).unwrap();
+    });
+    let stored = waiting.recv_timeout(std::time::Duration::from_secs(30));
+    drop(lock);
+    stored.expect("a store into another shard waited for this shard's lock");
+    assert_eq!(m.load(&other), Some(1));
+    // And the held shard's own keys wait for it, as they must: after the unlock they go in.
+    m.store(0, 0);
+    assert_eq!(m.load(&0), Some(0));
+    m.check_invariants();
 }
