@@ -1,6 +1,7 @@
 //! The public [`Map`]: its shards, and which shard a key belongs to. Each shard is Go's
-//! classic `sync.Map` (the module docs, [`Shard`]); nothing here runs concurrently with
-//! anything but whole shard operations, so there is no protocol of its own to model-check.
+//! classic `sync.Map` (the module docs, [`Shard`]). Nothing here changes after `new`: every
+//! operation is one shard's (or, for `range`, `clear`, `len` and `is_empty`, each shard's in
+//! turn), so the map has no protocol of its own to model-check beyond a shard's.
 
 use super::dropping::DropAll;
 use super::hash::{shard_of, Hashing};
@@ -11,7 +12,8 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-/// A concurrent map: Go's `sync.Map`, with the same algorithm (Go 1.9 to 1.23).
+/// A concurrent map: Go's `sync.Map`, with the same algorithm (Go 1.9 to 1.23) in each of its
+/// shards.
 ///
 /// Like Go's, it is specialized. Go's advice applies as is: most code should use a plain
 /// `HashMap` behind a [`Mutex`](crate::Mutex), for better type safety and to keep other
@@ -130,8 +132,8 @@ pub struct Map<K, V, S = RandomState> {
 }
 
 /// How many shards a new map gets: 4 per CPU, rounded up to a power of two, at most 64
-/// (`dashmap`'s rule, capped). One under loom: the models check one shard's algorithm, and the
-/// seeds of a pick would make the executions differ.
+/// (`dashmap`'s rule, capped). One under loom: the models check one shard's algorithm, which is
+/// all there is to check.
 fn shard_count() -> usize {
     #[cfg(loom)]
     return 1;
