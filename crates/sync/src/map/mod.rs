@@ -239,7 +239,7 @@ impl<K, V, S> DerefMut for Locked<'_, K, V, S> {
 /// One shard of a [`Map`]: Go's classic `sync.Map` (the module docs), on the keys whose pick
 /// hash falls on it. Nothing in here knows about the other shards.
 pub(super) struct Shard<K, V, S> {
-    /// Go's `read`: never null, a `Box<ReadOnly>` from `Box::into_raw`.
+    /// Go's `read`: never null, an `Arc<ReadOnly>` from `Arc::into_raw`.
     read: AtomicPtr<ReadOnly<K, V, S>>,
     /// Go's `mu`, with what it guards.
     mu: Mutex<Dirty<K, V, S>>,

@@ -222,8 +222,8 @@ where
     /// `key`'s hash, and the shard that holds `key` if any does.
     #[inline(always)]
     fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> (u64, &Shard<K, V, S>) {
-        let (h, pick) = self.hashing.hash_and_pick(key);
-        let i = shard_of(pick, self.shards.len());
+        let h = self.hashing.hash_one(key);
+        let i = shard_of(h, self.shards.len());
         debug_assert!(i < self.shards.len());
         // SAFETY: `shard_of` masks with `len - 1`, and `len` is a power of two (`with_shards`
         // checks it), so `i < len`. (The bounds check this saves is two of the few instructions
@@ -234,7 +234,7 @@ where
     /// The index of `key`'s shard, for the tests.
     #[cfg(test)]
     pub(super) fn shard_index<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
-        shard_of(self.hashing.hash_and_pick(key).1, self.shards.len())
+        shard_of(self.hashing.hash_one(key), self.shards.len())
     }
 
     #[cfg(test)]
