@@ -223,12 +223,7 @@ where
     #[inline(always)]
     fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> (u64, &Shard<K, V, S>) {
         let h = self.hashing.hash_one(key);
-        let i = shard_of(h, self.shards.len());
-        debug_assert!(i < self.shards.len());
-        // SAFETY: `shard_of` masks with `len - 1`, and `len` is a power of two (`with_shards`
-        // checks it), so `i < len`. (The bounds check this saves is two of the few instructions
-        // a load of a present key takes.)
-        (h, unsafe { self.shards.get_unchecked(i) })
+        (h, &self.shards[shard_of(h, self.shards.len())])
     }
 
     /// The index of `key`'s shard, for the tests.
