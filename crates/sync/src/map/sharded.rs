@@ -226,8 +226,8 @@ where
         (h, &self.shards[shard_of(h, self.shards.len())])
     }
 
-    /// The index of `key`'s shard, for the tests.
-    #[cfg(test)]
+    /// The index of `key`'s shard, for the unit tests.
+    #[cfg(all(test, not(loom)))]
     pub(super) fn shard_index<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
         shard_of(self.hashing.hash_one(key), self.shards.len())
     }
