@@ -23,7 +23,8 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
 
-/// The `BuildHasher` of the map's tables (and of its lookups): `S`, or the fast keyed hash.
+/// How the map hashes its keys: with `S`, or the fast keyed hash. Not a `BuildHasher`: the tables
+/// are hashbrown `HashTable`s, which take the hash, so nothing needs a `Hasher` of both kinds.
 pub(super) struct Hashing<K, S> {
     inner: S,
     /// The fast hash's seeds (unused, and zero, unless [`Hashing::fast`]).
@@ -78,50 +79,26 @@ impl<K: 'static, S: BuildHasher + 'static> Hashing<K, S> {
     }
 }
 
-impl<K: 'static, S: BuildHasher + 'static> BuildHasher for Hashing<K, S> {
-    type Hasher = KeyHasher<S::Hasher>;
-
+impl<K: 'static, S: BuildHasher + 'static> Hashing<K, S> {
+    /// The hash of `key`. Each case hashes with its own hasher type (see [`Fast`]); inlined:
+    /// left to itself the compiler kept it a call, 7% of a load.
     #[inline]
-    fn build_hasher(&self) -> Self::Hasher {
+    pub(super) fn hash_one<Q: std::hash::Hash + ?Sized>(&self, key: &Q) -> u64 {
         if Self::fast() {
-            KeyHasher::Fast(self.fast_hasher())
-        } else {
-            KeyHasher::Inner(self.inner.build_hasher())
-        }
-    }
-
-    /// The provided method, inlined: left to itself the compiler kept it a call, 7% of a load.
-    /// Each case hashes with its own hasher type, not through [`KeyHasher`] (see [`Fast`]).
-    #[inline]
-    fn hash_one<T: std::hash::Hash>(&self, x: T) -> u64 {
-        if Self::fast() {
-            let mut h = self.fast_hasher();
-            x.hash(&mut h);
+            let mut h = Fast { acc: self.seeds[0], seed: self.seeds[1] };
+            key.hash(&mut h);
             h.finish()
         } else {
-            self.inner.hash_one(x)
+            self.inner.hash_one(key)
         }
     }
-}
-
-impl<K, S> Hashing<K, S> {
-    #[inline(always)]
-    fn fast_hasher(&self) -> Fast {
-        Fast { acc: self.seeds[0], seed: self.seeds[1] }
-    }
-}
-
-/// The hasher of one key: `S`'s, or the fast keyed hash's state.
-pub(super) enum KeyHasher<H> {
-    Fast(Fast),
-    Inner(H),
 }
 
 /// The fast keyed hash's state. A type of its own, so that a key's `Hash` instantiated for it
-/// is a few instructions: instantiated for [`KeyHasher`], which also carries `S`'s hasher, the
-/// compiler kept `<u64 as Hash>::hash` a call (3.6% of a load in W11, seen with perf).
-#[derive(Clone, Copy)]
-pub(super) struct Fast {
+/// is a few instructions: instantiated for an enum of this and `S`'s hasher (as this module had
+/// while the tables were `HashMap`s and needed one `Hasher` type), the compiler kept
+/// `<u64 as Hash>::hash` a call (3.6% of a load in W11, seen with perf).
+struct Fast {
     acc: u64,
     seed: u64,
 }
@@ -188,72 +165,6 @@ fn folded_multiply(x: u64, y: u64) -> u64 {
 /// A constant from π's digits, so that a zero word still moves the state.
 const SPREAD: u64 = 0xa409_3822_299f_31d0;
 
-impl<H: Hasher> Hasher for KeyHasher<H> {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        match self {
-            KeyHasher::Fast(h) => h.write(bytes),
-            KeyHasher::Inner(h) => h.write(bytes),
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        match self {
-            KeyHasher::Fast(h) => h.write_u64(i),
-            KeyHasher::Inner(h) => h.write_u64(i),
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        match self {
-            KeyHasher::Fast(h) => h.write_u8(i),
-            KeyHasher::Inner(h) => h.write_u8(i),
-        }
-    }
-
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        match self {
-            KeyHasher::Fast(h) => h.write_u16(i),
-            KeyHasher::Inner(h) => h.write_u16(i),
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        match self {
-            KeyHasher::Fast(h) => h.write_u32(i),
-            KeyHasher::Inner(h) => h.write_u32(i),
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        match self {
-            KeyHasher::Fast(h) => h.write_usize(i),
-            KeyHasher::Inner(h) => h.write_usize(i),
-        }
-    }
-
-    #[inline]
-    fn write_u128(&mut self, i: u128) {
-        match self {
-            KeyHasher::Fast(h) => h.write_u128(i),
-            KeyHasher::Inner(h) => h.write_u128(i),
-        }
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        match self {
-            KeyHasher::Fast(h) => h.finish(),
-            KeyHasher::Inner(h) => h.finish(),
-        }
-    }
-}
-
 /// Which of `shards` shards (a power of two) the key whose hash is `h` belongs to: bits 32 and up
 /// of the hash. A table uses its hash's low bits for the bucket and the top 7 for the tag, so
 /// the keys of one shard still spread over all of a table's buckets and tags (up to tables of
@@ -285,8 +196,8 @@ mod tests {
     #[test]
     fn seeds_differ_per_map() {
         let (a, b) = (Hashing::<u64, _>::new(RandomState::new()), Hashing::<u64, _>::new(RandomState::new()));
-        assert_ne!(a.hash_one(7u64), b.hash_one(7u64));
-        assert_eq!(a.hash_one(7u64), a.clone().hash_one(7u64));
+        assert_ne!(a.hash_one(&7u64), b.hash_one(&7u64));
+        assert_eq!(a.hash_one(&7u64), a.clone().hash_one(&7u64));
     }
 
     /// Sequential keys spread over both ends of the hash: distinct 7-bit tags and distinct
@@ -294,7 +205,7 @@ mod tests {
     #[test]
     fn sequential_keys_spread_over_tag_and_bucket_bits() {
         let h = Hashing::<u64, _>::new(RandomState::new());
-        let hashes: Vec<u64> = (0..4096u64).map(|k| h.hash_one(k)).collect();
+        let hashes: Vec<u64> = (0..4096u64).map(|k| h.hash_one(&k)).collect();
         let low: HashSet<u64> = hashes.iter().map(|x| x & 4095).collect();
         let tags: HashSet<u64> = hashes.iter().map(|x| x >> 57).collect();
         // A random function hits about 63% of 4096 buckets with 4096 keys, and all 128 tags.
@@ -310,16 +221,16 @@ mod tests {
             let h = Hashing::<u64, _>::new(RandomState::new());
             let mut count = [0usize; 8];
             for k in 0..8192u64 {
-                count[shard_of(h.hash_one(k * stride), 8)] += 1;
+                count[shard_of(h.hash_one(&(k * stride)), 8)] += 1;
             }
             assert!(count.iter().all(|&c| (850..1200).contains(&c)), "stride {stride}: {count:?}");
         }
         let h = Hashing::<String, _>::new(RandomState::new());
         let mut count = [0usize; 64];
         for k in 0..8192u64 {
-            count[shard_of(h.hash_one(format!("key-{k}")), 64)] += 1;
+            count[shard_of(h.hash_one(&format!("key-{k}")), 64)] += 1;
         }
         assert!(count.iter().all(|&c| (70..200).contains(&c)), "strings: {count:?}");
-        assert!((0..1000u64).all(|k| shard_of(h.hash_one(k.to_string()), 1) == 0));
+        assert!((0..1000u64).all(|k| shard_of(h.hash_one(&k.to_string()), 1) == 0));
     }
 }
