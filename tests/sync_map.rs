@@ -759,19 +759,20 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
 /// `clear` drops the values that only the dirty map held itself, in the caller: every one of
 /// them is dropped even when several destructors panic, the first panic reaches the caller, and
 /// the map stays usable (no poisoned or held lock). Before the fix the first panic left the
-/// other values leaked.
+/// other values leaked. 32 keys, so that the bombs lie in several of the map's shards (all in
+/// one of 8: odds of 8^-31) and a panic in one shard's `clear` must not stop the others'.
 #[test]
 fn clear_drops_every_value_and_surfaces_a_destructor_panic() {
     let _w = common::watchdog("clear_drops_every_value_and_surfaces_a_destructor_panic", USER_CODE_LIMIT);
     let dropped = Arc::new(AtomicUsize::new(0));
     let m: Map<u64, Val> = Map::new();
-    for k in 0..3 {
+    for k in 0..32 {
         m.store(k, bomb(&dropped)); // new keys: in the dirty map only
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.clear()));
     let payload = r.expect_err("clear must surface the destructor's panic");
     assert_eq!(common::panic_message(&*payload), "Bomb::drop");
-    assert_eq!(dropped.load(SeqCst), 3, "every value is dropped");
+    assert_eq!(dropped.load(SeqCst), 32, "every value is dropped");
     assert!(m.is_empty());
     m.store(7, Val::Plain(7));
     assert!(matches!(m.load(&7), Some(Val::Plain(7))));
@@ -781,23 +782,24 @@ fn clear_drops_every_value_and_surfaces_a_destructor_panic() {
 }
 
 /// Dropping a map whose values' destructors panic: every value is dropped, and one panic reaches
-/// the code that dropped the map. Before the fix the second panic aborted the process.
+/// the code that dropped the map. Before the fix the second panic aborted the process. 32 keys
+/// in each half, so that the bombs lie in several shards (see the test above).
 #[test]
 fn dropping_a_map_with_panicking_values_panics_once() {
     let _w = common::watchdog("dropping_a_map_with_panicking_values_panics_once", USER_CODE_LIMIT);
     let dropped = Arc::new(AtomicUsize::new(0));
     let m: Map<u64, Val> = Map::new();
-    for k in 0..2 {
+    for k in 0..32 {
         m.store(k, bomb(&dropped));
     }
-    m.range(|_, _| true); // promote: these two are in the read snapshot
-    for k in 2..4 {
-        m.store(k, bomb(&dropped)); // and these in the dirty map only
+    m.range(|_, _| true); // promote: these are in the read snapshots
+    for k in 32..64 {
+        m.store(k, bomb(&dropped)); // and these in the dirty maps only
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(m)));
     let payload = r.expect_err("dropping the map must surface a destructor's panic");
     assert_eq!(common::panic_message(&*payload), "Bomb::drop");
-    assert!(drain_epoch(|| dropped.load(SeqCst) == 4), "{} of 4 values dropped", dropped.load(SeqCst));
+    assert!(drain_epoch(|| dropped.load(SeqCst) == 64), "{} of 64 values dropped", dropped.load(SeqCst));
 }
 
 /// A value whose `Clone` consults the map it lives in (a registry whose entries look up their

@@ -124,7 +124,10 @@ use std::hash::{BuildHasher, Hash};
 /// ```
 pub struct Map<K, V, S = RandomState> {
     /// A power of two of them, each on lines of its own (two shards' locks and read pointers
-    /// never share a line). Never empty.
+    /// never share a line). Never empty. Dropping the map drops them in turn: a shard whose
+    /// values' destructors panic drops all of them and then resumes the first panic, and the
+    /// slice's drop goes on with the other shards while that unwinds (their own panics are
+    /// discarded then, see `dropping.rs`), so no `Drop` of the map's own is needed.
     shards: Box<[CachePadded<Shard<K, V, S>>]>,
     /// The map's hashing; each shard's tables hash with a clone of it (the same seeds), so a key
     /// is hashed once per operation, here, and its hash picks its shard and finds it there.
@@ -467,18 +470,6 @@ where
     /// ```
     pub fn is_empty(&self) -> bool {
         self.shards.iter().all(|s| s.is_empty())
-    }
-}
-
-impl<K, V, S> Drop for Map<K, V, S> {
-    /// Drops the shards one by one: a shard whose values' destructors panic resumes the first
-    /// panic when it is done, and the other shards must still be dropped, outside that unwinding.
-    fn drop(&mut self) {
-        let mut all = DropAll::new();
-        for s in std::mem::take(&mut self.shards).into_vec() {
-            all.drop(s);
-        }
-        all.finish();
     }
 }
 
