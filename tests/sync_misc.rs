@@ -98,6 +98,51 @@ fn once_concurrent_caller_waits_for_f() {
     second.join().unwrap();
 }
 
+/// A G that arrives while another thread runs the action (a slow initialisation) waits as in
+/// `goro::syscall`: the G queued behind it on its P runs meanwhile, and the wait is not taken
+/// for a plain blocking call. Before, the thread slept on the once's lock holding the P, until
+/// sysmon took the P away a time slice later, counted a blocked poll and told the user to wrap
+/// "a blocking call" in `goro::syscall`; this test then failed on `blocked_polls`.
+#[test]
+fn once_waiter_lets_the_gs_behind_it_run() {
+    let _w = watchdog("once_waiter_lets_the_gs_behind_it_run", LIMIT);
+    let once = Arc::new(Once::new());
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (go_on_tx, go_on_rx) = mpsc::channel::<()>();
+    let first = {
+        let once = once.clone();
+        std::thread::spawn(move || {
+            once.call_once(|| {
+                entered_tx.send(()).unwrap();
+                go_on_rx.recv().unwrap();
+            })
+        })
+    };
+    entered_rx.recv().unwrap();
+    let rt = rt(1);
+    let body = rt.spawn(async move {
+        let waiting = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (once, waiting) = (once.clone(), waiting.clone());
+            goro::go(async move {
+                waiting.store(true, SeqCst);
+                once.call_once(|| panic!("f ran twice"));
+            })
+        };
+        // One P: once the waiter has started, this G runs again only if the waiter's wait let
+        // the P go.
+        while !waiting.load(SeqCst) {
+            goro::yield_now().await;
+        }
+        go_on_tx.send(()).unwrap();
+        waiter.await.unwrap();
+        assert!(once.is_done());
+    });
+    body.join().unwrap();
+    first.join().unwrap();
+    assert_eq!(rt.metrics().blocked_polls, 0, "a wait in call_once was taken for a blocked poll");
+}
+
 /// Go's TestOncePanic: a panicking `f` counts as done; the panic reaches the caller; later calls
 /// do nothing.
 #[test]

@@ -91,6 +91,19 @@ impl<T> Mutex<T> {
         #[cfg(not(loom))]
         return self.0.lock();
     }
+
+    /// Locks if nobody holds the lock, without waiting.
+    #[inline]
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        #[cfg(loom)]
+        return match self.0.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        #[cfg(not(loom))]
+        return self.0.try_lock();
+    }
 }
 
 /// A condition variable over [`Mutex`]; `wait` takes the guard by `&mut` as parking_lot does.

@@ -27,3 +27,34 @@ pub(crate) use std::sync::Arc;
 /// `UnsafeCell` with loom's closure API, and a mutex whose `lock` cannot fail (`const fn new`
 /// outside loom): goro-runtime's shim, shared by every goro crate.
 pub(crate) use goro_runtime::shim::{Mutex, MutexGuard, UnsafeCell};
+
+/// Locks `mu` from code that may run in a G, where the lock can be held for long by another
+/// thread (a `Once`'s action, a map shard's copy of a large table): if it is held, the wait is a
+/// blocking call as in [`goro::syscall`](goro_runtime::syscall), so the runtime hands this G's P to
+/// another thread after a sysmon tick and the Gs queued behind it run. Go's waiter parks only
+/// its G; here the method is synchronous (as Go's `Do`, `Load`, `Store` are), so the thread
+/// waits, but the P does not.
+///
+/// Without this, the waiting thread looked to sysmon like a G stuck in a plain blocking call:
+/// its P went to another M only after a whole time slice, with a report telling the user to wrap
+/// a blocking call of theirs in `goro::syscall`, which they had not made.
+///
+/// Uncontended it costs what `lock` does (one CAS); contended, two more atomic operations on
+/// this M's P (`entersyscall`, `exitsyscall`). Under loom it is `lock`: a model has no sysmon,
+/// and loom runs the other threads while this one waits.
+#[inline]
+pub(crate) fn lock_as_syscall<T>(mu: &Mutex<T>) -> MutexGuard<'_, T> {
+    #[cfg(loom)]
+    return mu.lock();
+    #[cfg(not(loom))]
+    match mu.try_lock() {
+        Some(guard) => guard,
+        None => lock_contended(mu),
+    }
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn lock_contended<T>(mu: &Mutex<T>) -> MutexGuard<'_, T> {
+    goro_runtime::syscall(|| mu.lock())
+}

@@ -14,19 +14,20 @@
 //! - Everything `f` wrote happens-before every `call_once` that returns, through `done`'s
 //!   Release/Acquire or through the mutex.
 //!
-//! `call_once` is synchronous, like Go's `Do`: callers that wait block their *thread*. On goro
-//! that is the M (and, until the runtime hands the P off, the Gs queued on its P), where Go
-//! blocks only the G. Keep `f` short, as Go's documentation also asks.
+//! `call_once` is synchronous, like Go's `Do`: callers that wait block their *thread*, where Go
+//! blocks only the G. A G waits as in a `goro::syscall`, so its P goes to another thread after a
+//! sysmon tick and the Gs queued behind it keep running; the thread itself stays asleep until
+//! `f` returns. Keep `f` short, as Go's documentation also asks.
 
-use crate::loom::{AtomicBool, Mutex, Ordering::*};
+use crate::loom::{lock_as_syscall, AtomicBool, Mutex, Ordering::*};
 use std::fmt;
 
 /// Performs one action exactly once: Go's `sync.Once`.
 ///
 /// [`call_once`](Once::call_once) is synchronous, like Go's `Do`: callers that arrive while the
-/// first call runs block their *thread* until it returns. On goro that blocks the M (and, until
-/// the runtime hands its P off, the Gs queued on that P), where Go blocks only the G, so keep
-/// the action short, as Go's documentation also asks.
+/// first call runs block their *thread* until it returns, where Go blocks only the G. A G waits
+/// as in a [`goro::syscall`](goro_runtime::syscall): its P goes to another thread meanwhile, so
+/// the Gs queued behind it keep running. Keep the action short, as Go's documentation also asks.
 ///
 /// ```
 /// use goro::sync::Once;
@@ -105,7 +106,7 @@ impl Once {
                 self.0.store(true, Release);
             }
         }
-        let _locked = self.lock.lock();
+        let _locked = lock_as_syscall(&self.lock);
         if self.done.load(Acquire) {
             return;
         }

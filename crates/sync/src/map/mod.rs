@@ -101,7 +101,7 @@ use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
 use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
 use self::table::Table;
-use crate::loom::{Arc, AtomicBool, AtomicPtr, Mutex, MutexGuard, Ordering::*};
+use crate::loom::{lock_as_syscall, Arc, AtomicBool, AtomicPtr, Mutex, MutexGuard, Ordering::*};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
@@ -298,11 +298,14 @@ where
 
     /// Locks `mu`. Panics instead if this thread already holds it (a key's `Hash` or `Eq`
     /// calling back into the map). Until the returned guard is dropped, this thread runs no
-    /// epoch collection, so no destructor runs under the lock.
+    /// epoch collection, so no destructor runs under the lock. A G that must wait for `mu` waits
+    /// as in a `goro::syscall` (see [`lock_as_syscall`]): a holder can keep it for
+    /// milliseconds (copying a large `read` into a new `dirty`, rehashing), and Go's waiter
+    /// would not hold up its P meanwhile either.
     #[inline]
     fn lock<'a>(&'a self, g: &'a Guard<'_>) -> Locked<'a, K, V, S> {
         let scope = LockScope::enter(self.map_id, g);
-        Locked { d: self.mu.lock(), scope }
+        Locked { d: lock_as_syscall(&self.mu), scope }
     }
 
     /// A counted reference to `read` (a snapshot loaded under a guard), to keep it past the

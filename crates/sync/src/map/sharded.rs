@@ -97,7 +97,10 @@ use std::hash::{BuildHasher, Hash};
 ///   caller, with the map consistent.
 ///
 /// The lock is a short, thread-blocking lock (Go's `sync.Mutex` parks the goroutine instead): a
-/// locked section does a bounded amount of work, at most one pass over the map's entries.
+/// locked section does a bounded amount of work, at most one pass over the shard's entries. A G
+/// that finds it held waits as in a [`goro::syscall`](goro_runtime::syscall): one pass over a
+/// large shard takes milliseconds, and meanwhile the G's P goes to another thread, so the Gs
+/// queued behind it run, as they would in Go.
 ///
 /// ```
 /// use goro::sync::Map;

@@ -270,3 +270,49 @@ fn a_new_key_does_not_wait_for_another_shards_lock() {
     assert_eq!(m.load(&0), Some(0));
     m.check_invariants();
 }
+
+/// A G whose store finds its shard's lock held by another thread (as by a G copying a large
+/// `read` into a new dirty map, which takes milliseconds) waits as in `goro::syscall`: the G
+/// queued behind it on its P runs meanwhile, and the wait is not taken for a plain blocking
+/// call. Before, the thread slept on the lock holding the P, until sysmon took the P away a
+/// time slice later, counted a blocked poll and told the user to wrap "a blocking call" in
+/// `goro::syscall`; this test then failed on `blocked_polls`.
+#[test]
+fn a_g_waiting_for_a_shard_lock_lets_the_gs_behind_it_run() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::mpsc::channel;
+    let m = Arc::new(Map::<u64, u64>::new());
+    let (locked_tx, locked) = channel::<()>();
+    let (release, released) = channel::<()>();
+    let holder = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let _held = m.shards()[m.shard_index(&1)].mu.lock();
+            locked_tx.send(()).unwrap();
+            released.recv().unwrap();
+        })
+    };
+    locked.recv().unwrap();
+    let rt = goro::Builder::new().max_procs(1).build().unwrap();
+    let body = rt.spawn(async move {
+        let waiting = Arc::new(AtomicBool::new(false));
+        let storer = {
+            let (m, waiting) = (m.clone(), waiting.clone());
+            goro::go(async move {
+                waiting.store(true, SeqCst);
+                m.store(1, 1); // a new key: it goes in under its shard's lock
+            })
+        };
+        // One P: once the storer has started, this G runs again only if the storer's wait let
+        // the P go.
+        while !waiting.load(SeqCst) {
+            goro::yield_now().await;
+        }
+        release.send(()).unwrap();
+        storer.await.unwrap();
+        assert_eq!(m.load(&1), Some(1));
+    });
+    body.join().unwrap();
+    holder.join().unwrap();
+    assert_eq!(rt.metrics().blocked_polls, 0, "a wait for the map's lock was taken for a blocked poll");
+}
