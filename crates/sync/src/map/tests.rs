@@ -294,6 +294,7 @@ fn a_g_waiting_for_a_shard_lock_lets_the_gs_behind_it_run() {
     };
     locked.recv().unwrap();
     let rt = goro::Builder::new().max_procs(1).build().unwrap();
+    let (finished_tx, finished) = channel::<()>();
     let body = rt.spawn(async move {
         let waiting = Arc::new(AtomicBool::new(false));
         let storer = {
@@ -311,7 +312,12 @@ fn a_g_waiting_for_a_shard_lock_lets_the_gs_behind_it_run() {
         release.send(()).unwrap();
         storer.await.unwrap();
         assert_eq!(m.load(&1), Some(1));
+        finished_tx.send(()).unwrap();
     });
+    // Bounded, so that a wait that keeps the P for good fails here instead of hanging the run.
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the storer's wait kept the only P: the G behind it never ran");
     body.join().unwrap();
     holder.join().unwrap();
     assert_eq!(rt.metrics().blocked_polls, 0, "a wait for the map's lock was taken for a blocked poll");
