@@ -823,7 +823,7 @@ impl MCtx {
     /// it readied waits for the sleeper to get going. In W8 (select fan-in: three Gs on two Ps)
     /// that was ~2 600 wake-ups per 1 000 000 messages and ~220 000 context switches in a
     /// criterion run; with a 3 us watch, ~15 wake-ups and ~11 000 switches, and the row takes
-    /// 0.82x the time (1.5 us left a few hundred wake-ups). While it watches, the M still
+    /// 0.78-0.82x the time (1.5 us left a few hundred wake-ups). While it watches, the M still
     /// counts as spinning, so `wakep` wakes no other M: the work it waits for is exactly what
     /// `wakep` would have woken someone for.
     ///
@@ -840,8 +840,9 @@ impl MCtx {
         let start = sh.nanotime();
         for look in 1u32.. {
             // Under loom the look itself is left out: it is `steal_work`'s ring-only pass,
-            // which the models have just run three times, and running it again doubled the
-            // whole-runtime models' time (528 s to over 1 000 s) without a new interleaving.
+            // which the models have just run three times; running it again doubled the
+            // whole-runtime models' time (528 s to over 1 000 s) for no new kind of step.
+            // Without it they take 894 s.
             if !cfg!(loom) {
                 if let Some(g) = self.steal_pass(p, false) {
                     return Watch::Stole(g);
