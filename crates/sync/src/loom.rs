@@ -24,6 +24,11 @@ pub(crate) use loom::sync::Arc;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 
+/// A cell loom does not track, for memory that is borrowed beyond a closure (a map entry's inline
+/// value slot, read by reference for as long as an epoch guard lives, like a boxed slot): the
+/// model checks its accesses by other means (the slot's `Tracked`, see `map/reclaim.rs`).
+pub(crate) use std::cell::UnsafeCell as UntrackedUnsafeCell;
+
 /// `UnsafeCell` with loom's closure API, and a mutex whose `lock` cannot fail (`const fn new`
 /// outside loom): goro-runtime's shim, shared by every goro crate.
 pub(crate) use goro_runtime::shim::{Mutex, MutexGuard, UnsafeCell};

@@ -31,6 +31,7 @@
 //! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
 //! | the dirty copy (made without the lock) is installed without checking that `read.m` is still the table it copied | rebuild_races_clear |
 //! | `load_or_store` of a key absent from `read` never looks in `read` again under the lock (not only while `read.m` is the table it looked in) | load_or_store_races_promotion (invariant 2: the key gets a second entry in `dirty`) |
+//! | retiring an entry's inline first value without taking a count of the entry's `Arc` | first_value_outlives_its_entry, compare_and_swap_in_dirty (the process aborts: a double free) |
 
 use crate::Map;
 use loom::sync::Arc;
@@ -339,6 +340,26 @@ fn loom_map_reclaim_under_readers() {
                 assert!(matches!(v, None | Some(10) | Some(11)), "{v:?}");
             }
             assert!(m.load(&1).is_none());
+        },
+    );
+}
+
+/// An entry's first value lives inside the entry (`entry.rs`): an overwrite of a dirty-only key
+/// retires that inline slot and reads it after unlocking, while a delete takes the entry out of
+/// `dirty` and drops the table's count of it. The retired slot must keep the entry alive until
+/// no guard can read it; values are loom `Arc`s, so loom reports one dropped twice or leaked.
+#[test]
+fn loom_map_first_value_outlives_its_entry() {
+    race(
+        |m| m.store(1, Arc::new(10)),
+        |m| m.swap(1, Arc::new(11)).map(|v| *v),
+        |m| m.load_and_delete(&1).map(|v| *v),
+        |m, swapped, deleted| match (swapped, deleted) {
+            // swap, then delete
+            (Some(10), Some(11)) => assert!(m.load(&1).is_none()),
+            // delete, then swap (a new entry)
+            (None, Some(10)) => assert_eq!(m.load(&1).map(|v| *v), Some(11)),
+            r => panic!("not linearizable: {r:?}"),
         },
     );
 }

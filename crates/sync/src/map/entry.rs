@@ -3,24 +3,32 @@
 //!
 //! # Ownership and lifetimes
 //!
-//! - A value lives in its own heap [`Slot`], created by [`Unpublished`] and never mutated once
-//!   published into an entry. The entry owns the slot its `p` points to.
+//! - A value lives in a [`Slot`], never mutated once published into an entry. The entry owns
+//!   the slot its `p` points to. An entry's *first* value lives in a slot inside the entry's own
+//!   allocation (`first`), so that a new key costs one allocation, not two; every later value
+//!   gets a heap slot of its own, created by [`Unpublished`]. `p` never points back at `first`
+//!   once it has left it.
 //! - A slot that is swapped or CASed *out* of `p` is owned by the thread whose atomic operation
 //!   removed it; that thread retires it through its epoch [`Guard`] at once, and may keep
-//!   reading it (and hand out a `&'g Slot`) for as long as that guard lives.
+//!   reading it (and hand out a `&'g Slot`) for as long as that guard lives. Retiring the
+//!   inline slot retires a [`FirstSlot`]: it holds a count of the entry's `Arc`, so the entry's
+//!   memory outlives every guard that could still read the slot, and when collected it drops
+//!   the value in place and then that count.
 //! - An entry is shared (`Arc`) between the `read` tables and the `dirty` map. It is dropped when
 //!   its last `Arc` goes, which frees the slot still in `p` immediately. That is sound because a
 //!   reader can only reach an entry through a table it holds (a `read` snapshot, kept alive by
 //!   its guard, or the `dirty` map under the lock) or through an `Arc` it cloned, and every
 //!   borrow of the current slot is tied to the borrow of the entry: while anyone can still read
-//!   that slot, the entry is alive.
+//!   that slot, the entry is alive. An entry exists only inside an `Arc` ([`Entry::new`], its
+//!   one constructor, returns one), which is what lets a retirement take a count of it.
 //!
 //! `expunged` is the address of a private static, never dereferenced and never equal to a heap
 //! pointer. Slot pointers are never reused while a guard that read them lives (EBR), so a CAS
 //! that compares a pointer it loaded under the same guard has no ABA problem.
 
 use super::reclaim::{Guard, Reclaim, Tracked};
-use crate::loom::{AtomicPtr, Ordering::*};
+use crate::loom::{Arc, AtomicPtr, Ordering::*, UntrackedUnsafeCell};
+use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 
 /// One stored value, immutable once published.
@@ -115,29 +123,69 @@ fn is_value<V>(p: *mut Slot<V>) -> bool {
 /// is put in `dirty` before the lock is released.
 pub(super) struct Entry<V> {
     p: AtomicPtr<Slot<V>>,
+    /// The first value's slot. Initialized by `new`; it holds a live value while `p` points at
+    /// it, and after that until the [`FirstSlot`] retired for it is collected (or until
+    /// `into_value` takes the value out of an entry nobody else saw). Written only through the
+    /// cell's pointer, by whoever drops or moves that value, once; otherwise only read.
+    first: UntrackedUnsafeCell<MaybeUninit<Slot<V>>>,
 }
 
+// SAFETY: an entry is an atomic pointer to an immutable slot and possibly the inline slot, read
+// by reference from any thread (so `V: Sync`) and dropped or moved out on whichever thread
+// removes or collects it (so `V: Send`); the one write to `first` after `new` is its drop or
+// move, made once by the thread that owns the value then (see `first`).
+unsafe impl<V: Send + Sync> Sync for Entry<V> {}
+// SAFETY: as for `Sync`: moving an entry moves its values, which are `Send`.
+unsafe impl<V: Send> Send for Entry<V> {}
+
 impl<V> Entry<V> {
-    pub(super) fn new(value: Unpublished<V>) -> Entry<V> {
-        let e = Entry { p: AtomicPtr::new(value.as_ptr()) };
-        value.published();
+    /// A new entry holding `value`, in a slot of the entry's own allocation. The only way to
+    /// make an entry: every entry lives in an `Arc` (which `retire_removed` relies on).
+    pub(super) fn new(value: V) -> Arc<Entry<V>> {
+        let e = Arc::new(Entry {
+            p: AtomicPtr::new(ptr::null_mut()),
+            first: UntrackedUnsafeCell::new(MaybeUninit::new(Slot { tracked: Tracked::new(), value })),
+        });
+        // Not shared yet: whoever gets the `Arc` from us sees this store.
+        e.p.store(e.first_slot(), Relaxed);
         e
+    }
+
+    /// The address of the inline slot (initialized or not).
+    #[inline(always)]
+    fn first_slot(&self) -> *mut Slot<V> {
+        self.first.get().cast()
     }
 
     /// Retires the slot that was just removed from `p` by this thread's atomic operation, and
     /// returns it, readable for as long as the guard lives.
     ///
     /// # Safety
-    /// `old` is a real slot that the caller's own successful swap/CAS took out of `p`.
+    /// `old` is a real slot that the caller's own successful swap/CAS took out of this entry's
+    /// `p`.
     #[inline]
-    unsafe fn retire_removed<'g>(old: *mut Slot<V>, g: &'g Guard<'_>) -> &'g Slot<V>
+    unsafe fn retire_removed<'g>(&self, old: *mut Slot<V>, g: &'g Guard<'_>) -> &'g Slot<V>
     where
         V: 'static,
     {
+        if old == self.first_slot() {
+            // SAFETY: `self` lives in an `Arc` (`new` is the only constructor) that is alive
+            // while we borrow it, so its count can be raised; the `FirstSlot` owns that count.
+            // Our atomic operation removed the inline slot from `p`, which never points back at
+            // it, so it is retired once, and its value stays initialized until the `FirstSlot`
+            // is destroyed (after every guard pinned now, `g` among them, is dropped).
+            unsafe {
+                let entry: *const Entry<V> = self;
+                Arc::increment_strong_count(entry);
+                g.retire(entry.cast::<FirstSlot<V>>().cast_mut());
+                return &*old;
+            }
+        }
         // SAFETY: the caller's atomic operation removed `old` from the only place it was
-        // reachable from (an entry's `p`), so no load that starts later returns it, and only
-        // that one operation can have removed it, so it is retired once. Slots come from
-        // `Box::leak`. The reference is valid while `g` lives: `g` was pinned before the removal.
+        // reachable from (this entry's `p`), so no load that starts later returns it, and only
+        // that one operation can have removed it, so it is retired once. It is not the inline
+        // slot, so it came from `Box::leak` (`Unpublished`). The reference is valid while `g`
+        // lives: `g` was pinned before the removal.
         unsafe {
             g.retire(old);
             &*old
@@ -145,14 +193,17 @@ impl<V> Entry<V> {
     }
 
     /// Takes the value back out of an entry that no other thread has seen (one built before
-    /// locking for a key that turned out to be present).
-    pub(super) fn into_value(self) -> V {
-        let p = self.p.swap(ptr::null_mut(), Relaxed);
-        assert!(is_value(p), "sync.Map: an unpublished entry without its value");
-        // SAFETY: the entry was never shared, so the slot in `p` (from `Unpublished::new`,
-        // published only into this entry) is owned by it alone; the swap left the entry nil,
-        // so its drop frees nothing.
-        Unpublished(unsafe { NonNull::new_unchecked(p) }).into_value()
+    /// locking for a key that turned out to be present), and frees the entry. The value is read
+    /// out in place: moving the entry out of its `Arc` would move the inline slot away from
+    /// where `p` points.
+    pub(super) fn into_value(mut this: Arc<Entry<V>>) -> V {
+        let e = Arc::get_mut(&mut this).expect("sync.Map: an unpublished entry was shared");
+        let p = e.p.swap(ptr::null_mut(), Relaxed);
+        assert!(p == e.first_slot(), "sync.Map: an unpublished entry without its first value");
+        // SAFETY: the entry was never shared and `p` still pointed at the inline slot, so it
+        // holds the first value, owned by this entry alone. The swap left `p` nil, so the
+        // entry's drop will not touch `first` again: the value is moved out once.
+        unsafe { ptr::read(p) }.value
     }
 
     /// Go's `load`: the current value, if any.
@@ -235,7 +286,7 @@ impl<V> Entry<V> {
                 Ok(old) => {
                     new.published();
                     // SAFETY: our CAS removed `old` (if it is a slot: it is not expunged).
-                    return Ok((!old.is_null()).then(|| unsafe { Self::retire_removed(old, g) }));
+                    return Ok((!old.is_null()).then(|| unsafe { self.retire_removed(old, g) }));
                 }
                 Err(cur) => p = cur,
             }
@@ -257,7 +308,7 @@ impl<V> Entry<V> {
         new.published();
         debug_assert!(old != expunged(), "sync.Map: swapLocked on an expunged entry");
         // SAFETY: our swap removed `old`; it is a real slot when not nil (never expunged here).
-        is_value(old).then(|| unsafe { Self::retire_removed(old, g) })
+        is_value(old).then(|| unsafe { self.retire_removed(old, g) })
     }
 
     /// Go's `delete`: value → nil; returns the deleted value (retired).
@@ -272,7 +323,7 @@ impl<V> Entry<V> {
             }
             match self.p.compare_exchange(p, ptr::null_mut(), AcqRel, Acquire) {
                 // SAFETY: our CAS removed the real slot `p`.
-                Ok(_) => return Some(unsafe { Self::retire_removed(p, g) }),
+                Ok(_) => return Some(unsafe { self.retire_removed(p, g) }),
                 Err(cur) => p = cur,
             }
         }
@@ -296,7 +347,7 @@ impl<V> Entry<V> {
                 Ok(_) => {
                     new.published();
                     // SAFETY: our CAS removed the real slot `p`.
-                    unsafe { Self::retire_removed(p, g) };
+                    unsafe { self.retire_removed(p, g) };
                     return true;
                 }
                 Err(cur) => p = cur,
@@ -322,7 +373,7 @@ impl<V> Entry<V> {
             match self.p.compare_exchange(p, ptr::null_mut(), AcqRel, Acquire) {
                 Ok(_) => {
                     // SAFETY: our CAS removed the real slot `p`.
-                    unsafe { Self::retire_removed(p, g) };
+                    unsafe { self.retire_removed(p, g) };
                     return true;
                 }
                 Err(cur) => p = cur,
@@ -349,9 +400,25 @@ impl<V> Entry<V> {
     /// slot concurrently or later.
     pub(super) unsafe fn drop_value_now(&self) {
         let p = self.p.swap(ptr::null_mut(), AcqRel);
-        if is_value(p) {
-            // SAFETY: the entry owned this slot (a `Box::leak`ed pointer) and we just took it
-            // out; per the contract no reader remains.
+        // SAFETY: the entry owned this slot and we just took it out of `p`, which leaves the
+        // entry nil (its drop frees nothing more); per the contract no reader remains.
+        unsafe { self.free_current(p) }
+    }
+
+    /// Frees `p`, the slot the entry held: drops the inline slot's value in place, or frees a
+    /// boxed slot; nil and expunged hold nothing.
+    ///
+    /// # Safety
+    /// `p` was the entry's current slot, just taken out of `p` (or the entry is being dropped),
+    /// and nobody can read it any more.
+    unsafe fn free_current(&self, p: *mut Slot<V>) {
+        if p == self.first_slot() {
+            // SAFETY: `p` still pointed at the inline slot, so it holds the first value, which
+            // nobody else will drop (it was never retired), and nobody reads it (contract).
+            unsafe { ptr::drop_in_place(p) }
+        } else if is_value(p) {
+            // SAFETY: a slot other than the inline one came from `Box::leak` (`Unpublished`)
+            // and was owned by the entry; nobody reads it (contract).
             drop(unsafe { Box::from_raw(p) });
         }
     }
@@ -360,11 +427,35 @@ impl<V> Entry<V> {
 impl<V> Drop for Entry<V> {
     fn drop(&mut self) {
         let p = self.p.load(Acquire);
-        if is_value(p) {
-            // SAFETY: the last `Arc` of the entry is gone, so no table or operation can reach
-            // it, and every borrow of its current slot was tied to a borrow of the entry (module
-            // docs). The slot came from `Box::leak` and is owned by the entry.
-            drop(unsafe { Box::from_raw(p) });
+        // SAFETY: the last `Arc` of the entry is gone, so no table, operation or `FirstSlot`
+        // can reach it, and every borrow of its current slot was tied to a borrow of the entry
+        // (module docs): `p` is the entry's, and nobody reads it any more.
+        unsafe { self.free_current(p) }
+    }
+}
+
+/// The inline slot of an [`Entry`], retired: a pointer to the entry (same address) that owns
+/// one count of the entry's `Arc`. Destroying it drops the first value and then that count.
+#[repr(transparent)]
+pub(super) struct FirstSlot<V>(Entry<V>);
+
+impl<V> Reclaim for FirstSlot<V> {
+    fn tracked(&self) -> &Tracked {
+        // SAFETY: a `FirstSlot` exists only as a retired pointer whose first value is still
+        // initialized: it is dropped by `destroy`, after which nothing reads it.
+        unsafe { &(*self.0.first_slot()).tracked }
+    }
+
+    unsafe fn destroy(ptr: *mut FirstSlot<V>) {
+        let entry = ptr.cast::<Entry<V>>().cast_const();
+        // SAFETY: per `destroy`'s contract this runs once, when no guard can read the retired
+        // slot any more. The entry is alive (this object owns a count of its `Arc`, raised in
+        // `retire_removed` from an `Arc`-managed entry), its `p` left the inline slot for good,
+        // so the first value is initialized and dropped here only. Then the count is given
+        // back, which may drop the entry (its `free_current` does not touch `first` again).
+        unsafe {
+            ptr::drop_in_place((*entry).first_slot());
+            drop(Arc::from_raw(entry));
         }
     }
 }

@@ -70,10 +70,11 @@
 //!
 //! # Memory
 //!
-//! Values live in their own heap slots, immutable once stored; replacing or deleting a value
-//! retires its slot to crossbeam-epoch, and so does replacing `read`. A load pins the thread
-//! (cheap, thread-local: inside a G's poll it only borrows the poll's pin), reads through the
-//! snapshot and clones the value before unpinning. Inside a poll, retired objects are handed to
+//! Values live in slots, immutable once stored: an entry's first value inside the entry's own
+//! allocation (so a new key costs one allocation), every later one in a heap slot of its own
+//! (`entry.rs`). Replacing or deleting a value retires its slot to crossbeam-epoch, and so does
+//! replacing `read`. A load pins the thread (cheap, thread-local: inside a G's poll it only
+//! borrows the poll's pin), reads through the snapshot and clones the value before unpinning. Inside a poll, retired objects are handed to
 //! crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
 //! dropped; retired ones when the epoch advances past every thread that could still see them.
 //!
@@ -100,7 +101,7 @@ use self::dropping::DropAll;
 use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
 use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
-use self::table::Table;
+use self::table::{Place, Table};
 use crate::loom::{lock_as_syscall, Arc, AtomicBool, AtomicPtr, Mutex, MutexGuard, Ordering::*};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -119,31 +120,39 @@ struct DirtyCopy<K, V, S> {
     deleted: Garbage<K, V>,
 }
 
-/// What `load_or_store` offers to store: its value, or (for a key that was not in `read`) an
+/// What a store offers to the locked section: its value as it is, in a slot of its own (a
+/// `swap` whose entry in `read` turned out expunged), or (for a key that was not in `read`) an
 /// entry already built around it, which no other thread has seen.
 enum Offer<V> {
     Value(V),
+    Slot(Unpublished<V>),
     Fresh(Arc<Entry<V>>),
 }
 
 impl<V> Offer<V> {
-    /// The value, taken back out of the entry if one was built (no user code runs: the value
-    /// is moved, the entry's memory freed).
+    /// The value, taken back out of its slot or entry (no user code runs: the value is moved,
+    /// the memory freed).
     fn into_value(self) -> V {
         match self {
             Offer::Value(v) => v,
-            Offer::Fresh(e) => match Arc::try_unwrap(e) {
-                Ok(e) => e.into_value(),
-                Err(_) => unreachable!("sync.Map: an unpublished entry was shared"),
-            },
+            Offer::Slot(s) => s.into_value(),
+            Offer::Fresh(e) => Entry::into_value(e),
+        }
+    }
+
+    /// The value in a slot of its own, to store into an existing entry.
+    fn into_slot(self) -> Unpublished<V> {
+        match self {
+            Offer::Slot(s) => s,
+            other => Unpublished::new(other.into_value()),
         }
     }
 
     /// An entry holding the value.
     fn into_entry(self) -> Arc<Entry<V>> {
         match self {
-            Offer::Value(v) => Arc::new(Entry::new(Unpublished::new(v))),
             Offer::Fresh(e) => e,
+            other => Entry::new(other.into_value()),
         }
     }
 }
@@ -376,8 +385,8 @@ where
         DirtyCopy { src, table, deleted }
     }
 
-    /// Before a new key goes into `dirty` (lock held, the key in neither map): makes sure that
-    /// `dirty` exists and `read` is amended (Go's `if !read.amended { m.dirtyLocked();
+    /// Before a key absent from `read` is looked for in `dirty` and, if new, put there (lock
+    /// held): makes sure that `dirty` exists and `read` is amended (Go's `if !read.amended { m.dirtyLocked();
     /// m.read.Store(&readOnly{m: read.m, amended: true}) }`, the flag set in place here).
     ///
     /// Go's `dirtyLocked` copies `read.m` under the lock; here the copy is made by the caller
@@ -498,14 +507,15 @@ where
 
     /// Go's `Swap`; the old value's slot is already retired and readable while `g` lives.
     fn swap_inner<'g>(&'g self, h: u64, key: K, value: V, g: &'g Guard<'_>) -> Option<&'g Slot<V>> {
-        let new = Unpublished::new(value);
         let read = self.load_read(g);
-        let new = match read.m.get(h, &key) {
-            Some(e) => match e.try_swap(new, g) {
+        // As in `load_or_store`: a key absent from `read` is most likely new, and its entry (one
+        // allocation, the value inside it) is built before locking.
+        let offer = match read.m.get(h, &key) {
+            Some(e) => match e.try_swap(Unpublished::new(value), g) {
                 Ok(old) => return old,
-                Err(new) => new,
+                Err(new) => Offer::Slot(new),
             },
-            None => new,
+            None => Offer::Fresh(Entry::new(value)),
         };
 
         // Dropped after the loop, so after unlocking: a dirty copy that turned out stale or
@@ -525,20 +535,19 @@ where
                     let unexpunged = e.unexpunge_locked();
                     debug_assert!(unexpunged);
                 }
-                break e.swap_locked(new, g);
+                break e.swap_locked(offer.into_slot(), g);
             }
-            if let Some(e) = l.m.as_ref().and_then(|m| m.get(h, &key)) {
-                break e.swap_locked(new, g);
+            if let Err(src) = self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
+                drop(l);
+                drop(copy.take());
+                copy = Some(self.copy_table(src)); // and try again
+                continue;
             }
-            match self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
-                Ok(()) => {
-                    Self::dirty_mut(&mut l).insert(h, key, Arc::new(Entry::new(new)));
+            match Self::dirty_mut(&mut l).place(h, &key) {
+                Place::Found(e) => break e.swap_locked(offer.into_slot(), g),
+                Place::Vacant(v) => {
+                    v.insert(key, offer.into_entry());
                     break None;
-                }
-                Err(src) => {
-                    drop(l);
-                    drop(copy.take());
-                    copy = Some(self.copy_table(src)); // and try again
                 }
             }
         };
@@ -565,8 +574,7 @@ where
         // A key absent from `read` is most likely new (a growing map's steady state): its entry
         // is built now, before locking, so that the locked section only links it in.
         let seen: *const ReadOnly<K, V, S> = read;
-        let offer =
-            if absent { Offer::Fresh(Arc::new(Entry::new(Unpublished::new(value)))) } else { Offer::Value(value) };
+        let offer = if absent { Offer::Fresh(Entry::new(value)) } else { Offer::Value(value) };
 
         // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
         // whose slot the result is cloned from (its current slot lives as long as it does).
@@ -587,24 +595,25 @@ where
                 }
                 break e.try_load_or_store(offer.into_value(), g);
             }
-            if let Some(e) = l.m.as_ref().and_then(|m| m.get(h, &key)) {
-                let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
-                let r = e.try_load_or_store(offer.into_value(), g);
-                self.miss_locked(&mut l, g);
-                break r;
+            if let Err(src) = self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
+                drop(l);
+                drop(copy.take());
+                copy = Some(self.copy_table(src)); // and try again
+                continue;
             }
-            match self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
-                Ok(()) => {
+            match Self::dirty_mut(&mut l).place(h, &key) {
+                Place::Found(e) => {
+                    let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
+                    let r = e.try_load_or_store(offer.into_value(), g);
+                    self.miss_locked(&mut l, g);
+                    break r;
+                }
+                Place::Vacant(v) => {
                     let e: &Arc<Entry<V>> = held.insert(offer.into_entry());
                     // Nobody else sees the entry yet: its value is ours.
                     let stored = e.load(g).expect("a new entry holds its value");
-                    Self::dirty_mut(&mut l).insert(h, key, Arc::clone(e));
+                    v.insert(key, Arc::clone(e));
                     break LoadOrStore::Stored(stored);
-                }
-                Err(src) => {
-                    drop(l);
-                    drop(copy.take());
-                    copy = Some(self.copy_table(src)); // and try again
                 }
             }
         };

@@ -79,10 +79,21 @@ pub(super) use self::epoch::{Guard, LockScope, Reclaimer, Tracked};
 pub(super) use self::model::{Guard, LockScope, Reclaimer, Tracked};
 
 /// An object that can be retired: it carries a [`Tracked`] (a zero-sized no-op outside loom).
-pub(super) trait Reclaim {
+pub(super) trait Reclaim: Sized {
     /// The object's tracking state.
     #[cfg_attr(not(loom), allow(dead_code))] // only the loom stand-in marks objects
     fn tracked(&self) -> &Tracked;
+
+    /// Frees a retired object, once no guard can see it: a box, unless the type says otherwise
+    /// (an entry's inline slot, `entry.rs`).
+    ///
+    /// # Safety
+    /// `ptr` was retired once and is called here once, when no guard that could see it lives;
+    /// it is a `Box::into_raw` pointer unless the type's own `destroy` says what it is.
+    unsafe fn destroy(ptr: *mut Self) {
+        // SAFETY: per this function's contract, the only owner of a live box.
+        drop(unsafe { Box::from_raw(ptr) });
+    }
 }
 
 #[cfg(not(loom))]
@@ -265,7 +276,7 @@ mod epoch {
             let guard = crossbeam_epoch::pin();
             if !batch.is_empty() {
                 // SAFETY: every object in `batch` was retired by `Guard::retire`, whose
-                // contract makes it a unique, unlinked box, retired once, whose destruction
+                // contract makes it unique and unlinked, retired once, and its destruction
                 // on any thread is sound; deferring it now (after the unlink) frees it only
                 // after every guard pinned now is dropped (see `Anchor`). The closure holds
                 // the `Vec` (three words: stored inline, no allocation).
@@ -309,7 +320,7 @@ mod epoch {
     fn destroy_all(batch: Vec<Retired>) {
         for r in batch {
             // SAFETY: crossbeam-epoch runs this once every guard that could see these objects
-            // is dropped; each is a unique box whose `destroy` matches its type (`Anchor`).
+            // is dropped; each is retired once and its `destroy` matches its type (`Anchor`).
             unsafe { (r.destroy)(r.ptr) }
         }
     }
@@ -459,11 +470,12 @@ mod epoch {
     /// collects. A panic of its destructor is contained here (see the module docs).
     ///
     /// # Safety
-    /// `ptr` came from `Box::into_raw`, was retired once, and every guard that could still see
-    /// it has been dropped (crossbeam-epoch calls this only then).
-    unsafe fn destroy<T>(ptr: *mut T) {
-        // SAFETY: per this function's contract, this is the only owner of a live box.
-        let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(ptr) })));
+    /// `ptr` is what `Reclaim::destroy` takes for a `T` (a `Box::into_raw` pointer unless `T`
+    /// says otherwise), was retired once, and every guard that could still see it has been
+    /// dropped (crossbeam-epoch calls this only then).
+    unsafe fn destroy<T: Reclaim>(ptr: *mut T) {
+        // SAFETY: per this function's contract, which is `Reclaim::destroy`'s.
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { T::destroy(ptr) }));
         if let Err(payload) = dropped {
             crate::map::dropping::discard(payload);
         }
@@ -473,7 +485,7 @@ mod epoch {
     ///
     /// # Safety
     /// As for `destroy::<T>`, and `ptr` points to a `T`.
-    unsafe fn destroy_erased<T>(ptr: *mut ()) {
+    unsafe fn destroy_erased<T: Reclaim>(ptr: *mut ()) {
         // SAFETY: per this function's contract.
         unsafe { destroy(ptr.cast::<T>()) }
     }
@@ -515,7 +527,8 @@ mod epoch {
         ///
         /// # Safety
         ///
-        /// - `ptr` came from `Box::into_raw` and is retired at most once;
+        /// - `ptr` is what `T`'s [`Reclaim::destroy`] takes (a `Box::into_raw` pointer unless
+        ///   `T` says otherwise) and is retired at most once;
         /// - it is already unreachable: no load that starts after this call can return it;
         /// - dropping the `T` later, on any thread, is sound (the map requires its `K`, `V` and
         ///   `S` to be `Send + 'static`).
@@ -524,12 +537,12 @@ mod epoch {
             match &self.inner {
                 Some(g) => {
                     // SAFETY: crossbeam-epoch calls this closure once, after every guard that
-                    // was pinned when it was deferred (below) is dropped; `ptr` is then a
-                    // unique box nobody can reach (this function's contract): `destroy`'s
-                    // contract.
+                    // was pinned when it was deferred (below) is dropped; `ptr` is then
+                    // retired once and nobody can reach it (this function's contract):
+                    // `destroy`'s contract.
                     let destroy_later = move || unsafe { destroy(ptr) };
-                    // SAFETY: forwarded from this function's contract: `ptr` is a unique,
-                    // unlinked box, so the deferred call (one pointer: stored inline, no
+                    // SAFETY: forwarded from this function's contract: `ptr` is retired once
+                    // and unlinked, so the deferred call (one pointer: stored inline, no
                     // allocation) runs once, after every guard that might still see it;
                     // dropping a `T` on the collecting thread is sound (`T`'s parts are
                     // `Send + 'static`).
@@ -611,10 +624,10 @@ mod model {
     }
 
     /// # Safety
-    /// `ptr` came from `Box::<T>::into_raw` and is freed once.
-    unsafe fn free<T>(ptr: *mut ()) {
+    /// `ptr` is what `T`'s `Reclaim::destroy` takes, and is freed once.
+    unsafe fn free<T: Reclaim>(ptr: *mut ()) {
         // SAFETY: per this function's contract.
-        drop(unsafe { Box::from_raw(ptr.cast::<T>()) });
+        unsafe { T::destroy(ptr.cast::<T>()) }
     }
 
     impl Reclaimer {
@@ -636,8 +649,9 @@ mod model {
         fn drop(&mut self) {
             let s = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
             for r in s.retired.drain(..) {
-                // SAFETY: every retired pointer came from `Box::into_raw` and is recorded once
-                // (`retire` asserts it); the map is being dropped, so nothing can reach it.
+                // SAFETY: every retired pointer is what its type's `Reclaim::destroy` takes
+                // (`retire`'s contract) and is recorded once (`retire` asserts it); the map is
+                // being dropped, so nothing can reach it.
                 unsafe { (r.free)(r.ptr) }
             }
         }

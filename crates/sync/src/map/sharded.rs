@@ -33,8 +33,9 @@ use std::hash::{BuildHasher, Hash};
 /// Differences from Go, all forced by Rust:
 ///
 /// - Values are returned by clone (`V: Clone`): a load clones the value while the entry is
-///   pinned; use `Arc<T>` for values that are expensive to clone. A store allocates a small
-///   box for the value, as Go boxes it in an interface.
+///   pinned; use `Arc<T>` for values that are expensive to clone. A new key allocates
+///   one object (its entry, the value inside it; Go allocates the entry and boxes the value
+///   in an interface); an overwrite allocates a small box for the new value.
 /// - `K`, `V` and `S` must be `Send + 'static`: a replaced value may be dropped later, on
 ///   another thread, by the epoch collector.
 /// - `range` hands out references to a clone of each value (taken under a short pin per entry),

@@ -12,7 +12,7 @@ use super::dropping::DropAll;
 use super::entry::Entry;
 use super::hash::Hashing;
 use crate::loom::Arc;
-use hashbrown::HashTable;
+use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
@@ -61,6 +61,22 @@ where
         self.t.insert_unique(h, (key, e), |(k, _)| hashing.hash_one(k));
     }
 
+    /// Where `key` (hash `h`) is, or where it would go: one probe serves both the lookup and the
+    /// insert that follows a miss (hashbrown's `entry`; it makes room for the key before it
+    /// answers, as an insert would).
+    #[inline]
+    pub(super) fn place<Q>(&mut self, h: u64, key: &Q) -> Place<'_, K, V>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        let hashing = &self.hashing;
+        match self.t.entry(h, |(k, _)| k.borrow() == key, |(k, _)| hashing.hash_one(k)) {
+            hash_table::Entry::Occupied(o) => Place::Found(&o.into_mut().1),
+            hash_table::Entry::Vacant(v) => Place::Vacant(Vacant(v)),
+        }
+    }
+
     /// Takes `key` (hash `h`) out, with its entry.
     pub(super) fn remove_entry<Q>(&mut self, h: u64, key: &Q) -> Option<(K, Arc<Entry<V>>)>
     where
@@ -86,6 +102,25 @@ impl<K, V, S> Table<K, V, S> {
 
     pub(super) fn values(&self) -> impl Iterator<Item = &Arc<Entry<V>>> {
         self.t.iter().map(|(_, e)| e)
+    }
+}
+
+/// What [`Table::place`] found.
+pub(super) enum Place<'t, K, V> {
+    /// The key's entry.
+    Found(&'t Arc<Entry<V>>),
+    /// Where the key goes.
+    Vacant(Vacant<'t, K, V>),
+}
+
+/// The place of a key the table lacks.
+pub(super) struct Vacant<'t, K, V>(hash_table::VacantEntry<'t, (K, Arc<Entry<V>>)>);
+
+impl<K, V> Vacant<'_, K, V> {
+    /// Puts in the key that was looked for (the caller passes the same key), with its entry.
+    #[inline]
+    pub(super) fn insert(self, key: K, e: Arc<Entry<V>>) {
+        self.0.insert((key, e));
     }
 }
 
