@@ -31,7 +31,7 @@
 //! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
 //! | the dirty copy (made without the lock) is installed without checking that `read.m` is still the table it copied | rebuild_races_clear |
 //! | `load_or_store` of a key absent from `read` never looks in `read` again under the lock (not only while `read.m` is the table it looked in) | load_or_store_races_promotion (invariant 2: the key gets a second entry in `dirty`) |
-//! | retiring an entry's inline first value without taking a count of the entry's `Arc` | first_value_outlives_its_entry, compare_and_swap_in_dirty (the process aborts: a double free) |
+//! | retiring an entry's inline first value without taking a count of the entry | first_value_outlives_its_entry (the process aborts: a double free), explores_both_orders, delete_races_promotion, compare_and_swap_in_dirty, compare_and_swap_races_compare_and_delete |
 
 use crate::Map;
 use loom::sync::Arc;

@@ -1,8 +1,8 @@
 //! Test-only views of the internals: the invariants of the module docs, checkable at any
 //! moment (from unit tests and from inside loom models), and the read/dirty state.
 
+use super::entry::EntryRef;
 use super::{Map, Shard};
-use crate::loom::Arc;
 use std::hash::{BuildHasher, Hash};
 
 impl<K, V, S> Shard<K, V, S>
@@ -49,7 +49,7 @@ where
                         (true, Some(_)) => return Err("an expunged entry is in dirty"),
                         (true, None) => {}
                         (false, None) => return Err("a non-expunged entry of read is missing from dirty"),
-                        (false, Some(de)) if !Arc::ptr_eq(e, de) => {
+                        (false, Some(de)) if !EntryRef::ptr_eq(e, de) => {
                             return Err("read and dirty hold different entries for one key")
                         }
                         (false, Some(_)) => {}

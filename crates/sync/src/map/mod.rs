@@ -98,7 +98,7 @@ mod walk;
 pub use self::sharded::Map;
 
 use self::dropping::DropAll;
-use self::entry::{Entry, LoadOrStore, Slot, Unpublished};
+use self::entry::{Entry, EntryRef, LoadOrStore, Slot, Unpublished};
 use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
 use self::table::{Place, Table};
@@ -126,7 +126,7 @@ struct DirtyCopy<K, V, S> {
 enum Offer<V> {
     Value(V),
     Slot(Unpublished<V>),
-    Fresh(Arc<Entry<V>>),
+    Fresh(EntryRef<V>),
 }
 
 impl<V> Offer<V> {
@@ -149,16 +149,16 @@ impl<V> Offer<V> {
     }
 
     /// An entry holding the value.
-    fn into_entry(self) -> Arc<Entry<V>> {
+    fn into_entry(self) -> EntryRef<V> {
         match self {
             Offer::Fresh(e) => e,
-            other => Entry::new(other.into_value()),
+            other => EntryRef::new(other.into_value()),
         }
     }
 }
 
 /// Keys and entries taken out of `dirty` under the lock, dropped after unlocking.
-type Garbage<K, V> = Vec<(K, Arc<Entry<V>>)>;
+type Garbage<K, V> = Vec<(K, EntryRef<V>)>;
 
 /// Drops, after unlocking, what a store's locked section left over: a dirty copy that turned
 /// out stale or unneeded, and what a dirty rebuild took out. Each object on its own: two
@@ -377,9 +377,9 @@ where
         let mut deleted = Vec::new();
         for (k, e) in src.m.iter() {
             if e.has_value() {
-                table.insert(table.hash(k), k.clone(), Arc::clone(e));
+                table.insert(table.hash(k), k.clone(), EntryRef::clone(e));
             } else {
-                deleted.push((k.clone(), Arc::clone(e)));
+                deleted.push((k.clone(), EntryRef::clone(e)));
             }
         }
         DirtyCopy { src, table, deleted }
@@ -476,7 +476,7 @@ where
             // Avoid reporting a spurious miss if `dirty` got promoted while we waited for `mu`.
             let read = self.load_read(g);
             match read.m.get(h, key) {
-                Some(e) => Arc::clone(e),
+                Some(e) => EntryRef::clone(e),
                 None if read.amended() => {
                     let e = l.m.as_ref().and_then(|m| m.get(h, key)).cloned();
                     // Present or not, this key takes the slow path until the next promotion.
@@ -515,7 +515,7 @@ where
                 Ok(old) => return old,
                 Err(new) => Offer::Slot(new),
             },
-            None => Offer::Fresh(Entry::new(value)),
+            None => Offer::Fresh(EntryRef::new(value)),
         };
 
         // Dropped after the loop, so after unlocking: a dirty copy that turned out stale or
@@ -531,7 +531,7 @@ where
                     // The entry was expunged: `dirty` exists and lacks it. Put it back before
                     // unexpunging (stable under the lock), so that `dirty` keeps every
                     // non-expunged entry of `read`, even if hashing the key panics.
-                    Self::dirty_mut(&mut l).insert(h, key, Arc::clone(e));
+                    Self::dirty_mut(&mut l).insert(h, key, EntryRef::clone(e));
                     let unexpunged = e.unexpunge_locked();
                     debug_assert!(unexpunged);
                 }
@@ -574,13 +574,13 @@ where
         // A key absent from `read` is most likely new (a growing map's steady state): its entry
         // is built now, before locking, so that the locked section only links it in.
         let seen: *const ReadOnly<K, V, S> = read;
-        let offer = if absent { Offer::Fresh(Entry::new(value)) } else { Offer::Value(value) };
+        let offer = if absent { Offer::Fresh(EntryRef::new(value)) } else { Offer::Value(value) };
 
         // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
         // whose slot the result is cloned from (its current slot lives as long as it does).
         let mut copy = None;
         let mut garbage = Vec::new();
-        let mut held: Option<Arc<Entry<V>>> = None;
+        let mut held: Option<EntryRef<V>> = None;
         let r = loop {
             let mut l = self.lock(g);
             let read = self.load_read(g);
@@ -589,7 +589,7 @@ where
             let in_read = if absent && std::ptr::eq(read, seen) { None } else { read.m.get(h, &key) };
             if let Some(e) = in_read {
                 if e.is_expunged() {
-                    Self::dirty_mut(&mut l).insert(h, key, Arc::clone(e));
+                    Self::dirty_mut(&mut l).insert(h, key, EntryRef::clone(e));
                     let unexpunged = e.unexpunge_locked();
                     debug_assert!(unexpunged);
                 }
@@ -603,16 +603,16 @@ where
             }
             match Self::dirty_mut(&mut l).place(h, &key) {
                 Place::Found(e) => {
-                    let e: &Arc<Entry<V>> = held.insert(Arc::clone(e));
+                    let e: &EntryRef<V> = held.insert(EntryRef::clone(e));
                     let r = e.try_load_or_store(offer.into_value(), g);
                     self.miss_locked(&mut l, g);
                     break r;
                 }
                 Place::Vacant(v) => {
-                    let e: &Arc<Entry<V>> = held.insert(offer.into_entry());
+                    let e: &EntryRef<V> = held.insert(offer.into_entry());
                     // Nobody else sees the entry yet: its value is ours.
                     let stored = e.load(g).expect("a new entry holds its value");
-                    v.insert(key, Arc::clone(e));
+                    v.insert(key, EntryRef::clone(e));
                     break LoadOrStore::Stored(stored);
                 }
             }
@@ -670,7 +670,7 @@ where
             let mut l = self.lock(g);
             let read = self.load_read(g);
             match read.m.get(h, key) {
-                Some(e) => (Arc::clone(e), None),
+                Some(e) => (EntryRef::clone(e), None),
                 None if read.amended() => {
                     let removed = l.m.as_mut().and_then(|m| m.remove_entry(h, key));
                     // Present or not, this key takes the slow path until the next promotion.
@@ -736,7 +736,7 @@ where
     /// The locked lookup of `CompareAndSwap`/`CompareAndDelete`: `read` again, then `dirty`
     /// (counting a miss when found there).
     #[cold]
-    fn find_locked<Q>(&self, h: u64, key: &Q, g: &Guard<'_>) -> Option<Arc<Entry<V>>>
+    fn find_locked<Q>(&self, h: u64, key: &Q, g: &Guard<'_>) -> Option<EntryRef<V>>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -744,7 +744,7 @@ where
         let mut l = self.lock(g);
         let read = self.load_read(g);
         if let Some(e) = read.m.get(h, key) {
-            return Some(Arc::clone(e));
+            return Some(EntryRef::clone(e));
         }
         let e = l.m.as_ref().and_then(|m| m.get(h, key)).cloned();
         if e.is_some() {

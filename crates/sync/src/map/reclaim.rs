@@ -27,7 +27,9 @@
 //!   reads an object through a path that a later-pinned guard can still reach after retirement
 //!   (retire before unlink), retires an object twice, or reads one after dropping the guard that
 //!   protected it. The mark is a loom atomic (Relaxed, so it synchronizes nothing): marking and
-//!   reading are then operations loom knows to be in conflict, and it tries both orders.
+//!   reading are then operations loom knows to be in conflict, and it tries both orders. The
+//!   marking thread fences (`SeqCst`) first: EBR frees an object only after synchronizing with
+//!   the thread that retired it, so the mark happens-after the object's construction.
 //! - The fences make this model slightly stronger than C++ fences (loom joins the clocks of
 //!   successive SeqCst fences), so a missing Release/Acquire can be masked in a schedule where a
 //!   retirement's fence precedes the reader's pin; the models still catch such bugs in other
@@ -693,7 +695,16 @@ mod model {
                     }
                 }
             }
-            // Marking is a loom operation (a scheduling point): not under the std mutex.
+            // Marking is a loom operation (a scheduling point): not under the std mutex. The
+            // fence orders the marks after the retirements (whose fences came first): EBR's
+            // collector frees an object only after synchronizing with the thread that retired
+            // it (crossbeam's garbage bags and global epoch), so its destructor happens-after
+            // everything that thread saw, the object's construction included. Without it, a
+            // mark by a thread that never saw the object was a causality violation of the model
+            // itself (found once entries stopped being loom `Arc`s, whose counts had hidden it).
+            if !now_reclaimed.is_empty() {
+                fence(SeqCst);
+            }
             for (mark, ptr) in now_reclaimed {
                 // SAFETY: retired objects stay allocated until the `Reclaimer` drops.
                 unsafe { mark(ptr) }

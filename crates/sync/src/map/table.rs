@@ -9,15 +9,15 @@
 //! comes without its hash (a dirty rebuild, the tests).
 
 use super::dropping::DropAll;
-use super::entry::Entry;
+use super::entry::EntryRef;
 use super::hash::Hashing;
-use crate::loom::Arc;
+
 use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 pub(super) struct Table<K, V, S> {
-    t: HashTable<(K, Arc<Entry<V>>)>,
+    t: HashTable<(K, EntryRef<V>)>,
     hashing: Hashing<K, S>,
 }
 
@@ -44,7 +44,7 @@ where
 
     /// The entry of `key`, whose hash is `h`.
     #[inline]
-    pub(super) fn get<Q>(&self, h: u64, key: &Q) -> Option<&Arc<Entry<V>>>
+    pub(super) fn get<Q>(&self, h: u64, key: &Q) -> Option<&EntryRef<V>>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
@@ -55,7 +55,7 @@ where
     /// Puts in `key` (hash `h`), which the table does not hold: every caller has just looked
     /// for it, under the lock that guards this table, or is copying another table's keys.
     #[inline]
-    pub(super) fn insert(&mut self, h: u64, key: K, e: Arc<Entry<V>>) {
+    pub(super) fn insert(&mut self, h: u64, key: K, e: EntryRef<V>) {
         debug_assert!(self.get(h, &key).is_none(), "sync.Map: a key inserted twice into one table");
         let hashing = &self.hashing;
         self.t.insert_unique(h, (key, e), |(k, _)| hashing.hash_one(k));
@@ -78,7 +78,7 @@ where
     }
 
     /// Takes `key` (hash `h`) out, with its entry.
-    pub(super) fn remove_entry<Q>(&mut self, h: u64, key: &Q) -> Option<(K, Arc<Entry<V>>)>
+    pub(super) fn remove_entry<Q>(&mut self, h: u64, key: &Q) -> Option<(K, EntryRef<V>)>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
@@ -96,11 +96,11 @@ impl<K, V, S> Table<K, V, S> {
         self.t.is_empty()
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &Arc<Entry<V>>)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &EntryRef<V>)> {
         self.t.iter().map(|(k, e)| (k, e))
     }
 
-    pub(super) fn values(&self) -> impl Iterator<Item = &Arc<Entry<V>>> {
+    pub(super) fn values(&self) -> impl Iterator<Item = &EntryRef<V>> {
         self.t.iter().map(|(_, e)| e)
     }
 }
@@ -108,18 +108,18 @@ impl<K, V, S> Table<K, V, S> {
 /// What [`Table::place`] found.
 pub(super) enum Place<'t, K, V> {
     /// The key's entry.
-    Found(&'t Arc<Entry<V>>),
+    Found(&'t EntryRef<V>),
     /// Where the key goes.
     Vacant(Vacant<'t, K, V>),
 }
 
 /// The place of a key the table lacks.
-pub(super) struct Vacant<'t, K, V>(hash_table::VacantEntry<'t, (K, Arc<Entry<V>>)>);
+pub(super) struct Vacant<'t, K, V>(hash_table::VacantEntry<'t, (K, EntryRef<V>)>);
 
 impl<K, V> Vacant<'_, K, V> {
     /// Puts in the key that was looked for (the caller passes the same key), with its entry.
     #[inline]
-    pub(super) fn insert(self, key: K, e: Arc<Entry<V>>) {
+    pub(super) fn insert(self, key: K, e: EntryRef<V>) {
         self.0.insert((key, e));
     }
 }
