@@ -678,6 +678,7 @@ fn eviction_recording_cache_on_gs() {
 enum Val {
     Plain(u64),
     Bomb(#[allow(dead_code)] Arc<Bomb>), // held for its destructor
+    Live(#[allow(dead_code)] Counted),   // held to be counted
 }
 
 struct Bomb(Arc<AtomicUsize>);
@@ -754,6 +755,24 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
     );
     m.store(1, Val::Plain(1));
     assert!(matches!(m.load(&1), Some(Val::Plain(1))));
+}
+
+/// A key's first value lives inside its entry; a store that replaces it retires it, and the
+/// epoch collector drops it later. When that destructor panics, the entry must still be freed,
+/// and with it the value it holds by then: before the fix the entry's count was never given back,
+/// so once `clear` had taken the entry out of the map, the entry and its second value leaked.
+#[test]
+fn a_replaced_first_value_whose_destructor_panics_leaks_nothing() {
+    let _w = common::watchdog("a_replaced_first_value_whose_destructor_panics_leaks_nothing", USER_CODE_LIMIT);
+    let (dropped, live) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let m: Map<u64, Val> = Map::new();
+    m.store(1, bomb(&dropped)); // the first value: inside the entry
+    m.store(1, Val::Live(Counted::new(1, &live))); // retires the bomb
+    m.range(|_, _| true); // promote: the entry is in the read snapshot
+    m.clear(); // and now only in the retired snapshot (and the retired bomb)
+    assert!(drain_epoch(|| dropped.load(SeqCst) == 1), "the replaced first value was never dropped");
+    drop(m);
+    assert!(drain_epoch(|| live.load(SeqCst) == 0), "the entry's current value leaked");
 }
 
 /// `clear` drops the values that only the dirty map held itself, in the caller: every one of

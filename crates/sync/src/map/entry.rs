@@ -21,8 +21,8 @@
 //!   under the lock) or through an `EntryRef` it cloned, and every borrow of the current slot is
 //!   tied to the borrow of the entry: while anyone can still read that slot, the entry is alive.
 //!   An entry exists only behind `EntryRef`s ([`EntryRef::new`] is its one constructor,
-//!   and nothing moves an entry out of them), which is what lets a borrow of an entry take a
-//!   count of it.
+//!   and nothing moves an entry out of them), so the inline slot never moves; the operations
+//!   that retire a slot are methods of `EntryRef`, so a retirement's count is a clone of one.
 //!
 //! `expunged` is the address of a private static, never dereferenced and never equal to a heap
 //! pointer. Slot pointers are never reused while a guard that read them lives (EBR), so a CAS
@@ -33,6 +33,7 @@ use crate::loom::{AtomicPtr, AtomicUsize, Ordering::*, UntrackedUnsafeCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::Deref;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 /// One stored value, immutable once published.
@@ -151,40 +152,6 @@ impl<V> Entry<V> {
         self.first.get().cast()
     }
 
-    /// Retires the slot that was just removed from `p` by this thread's atomic operation, and
-    /// returns it, readable for as long as the guard lives.
-    ///
-    /// # Safety
-    /// `old` is a real slot that the caller's own successful swap/CAS took out of this entry's
-    /// `p`.
-    #[inline]
-    unsafe fn retire_removed<'g>(&self, old: *mut Slot<V>, g: &'g Guard<'_>) -> &'g Slot<V>
-    where
-        V: 'static,
-    {
-        if old == self.first_slot() {
-            let owner = EntryRef::from_borrow(self).into_raw();
-            // SAFETY: `owner` is a counted pointer to this entry, owned by the `FirstSlot` from
-            // now on. Our atomic operation removed the inline slot from `p`, which never points
-            // back at it, so it is retired once, and its value stays initialized until the
-            // `FirstSlot` is destroyed (after every guard pinned now, `g` among them, is
-            // dropped), which is also how long the returned borrow lives.
-            unsafe {
-                g.retire(owner.cast::<FirstSlot<V>>().cast_mut());
-                return &*old;
-            }
-        }
-        // SAFETY: the caller's atomic operation removed `old` from the only place it was
-        // reachable from (this entry's `p`), so no load that starts later returns it, and only
-        // that one operation can have removed it, so it is retired once. It is not the inline
-        // slot, so it came from `Box::leak` (`Unpublished`). The reference is valid while `g`
-        // lives: `g` was pinned before the removal.
-        unsafe {
-            g.retire(old);
-            &*old
-        }
-    }
-
     /// Takes the value back out of an entry that no other thread has seen (one built before
     /// locking for a key that turned out to be present), and frees the entry. The value is read
     /// out in place: moving the entry would move the inline slot away from where `p` points.
@@ -259,6 +226,93 @@ impl<V> Entry<V> {
         }
     }
 
+    /// Go's `unexpungeLocked`: expunged → nil. If it returns `true`, the caller (holding the
+    /// lock) must put the entry into `dirty` before unlocking.
+    pub(super) fn unexpunge_locked(&self) -> bool {
+        self.p.compare_exchange(expunged(), ptr::null_mut(), AcqRel, Acquire).is_ok()
+    }
+
+    /// Go's `tryExpungeLocked`: nil → expunged (lock held); is the entry expunged now?
+    pub(super) fn try_expunge_locked(&self) -> bool {
+        let mut p = self.p.load(Acquire);
+        while p.is_null() {
+            match self.p.compare_exchange(ptr::null_mut(), expunged(), AcqRel, Acquire) {
+                Ok(_) => return true,
+                Err(cur) => p = cur,
+            }
+        }
+        p == expunged()
+    }
+
+    /// Frees the current value now, leaving the entry nil.
+    ///
+    /// # Safety
+    /// No other thread can be using the map (the map is being dropped): nobody can read the
+    /// slot concurrently or later.
+    pub(super) unsafe fn drop_value_now(&self) {
+        let p = self.p.swap(ptr::null_mut(), AcqRel);
+        // SAFETY: the entry owned this slot and we just took it out of `p`, which leaves the
+        // entry nil (its drop frees nothing more); per the contract no reader remains.
+        unsafe { self.free_current(p) }
+    }
+
+    /// Frees `p`, the slot the entry held: drops the inline slot's value in place, or frees a
+    /// boxed slot; nil and expunged hold nothing.
+    ///
+    /// # Safety
+    /// `p` was the entry's current slot, just taken out of `p` (or the entry is being dropped),
+    /// and nobody can read it any more.
+    unsafe fn free_current(&self, p: *mut Slot<V>) {
+        if p == self.first_slot() {
+            // SAFETY: `p` still pointed at the inline slot, so it holds the first value, which
+            // nobody else will drop (it was never retired), and nobody reads it (contract).
+            unsafe { ptr::drop_in_place(p) }
+        } else if is_value(p) {
+            // SAFETY: a slot other than the inline one came from `Box::leak` (`Unpublished`)
+            // and was owned by the entry; nobody reads it (contract).
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// The operations that take a value out of `p`. Each retires what it took out, and retiring the
+/// inline slot takes a count of the entry: so they are methods of a counted reference, whose
+/// pointer the count is copied from.
+impl<V> EntryRef<V> {
+    /// Retires the slot that was just removed from `p` by this thread's atomic operation, and
+    /// returns it, readable for as long as the guard lives.
+    ///
+    /// # Safety
+    /// `old` is a real slot that the caller's own successful swap/CAS took out of this entry's
+    /// `p`.
+    #[inline]
+    unsafe fn retire_removed<'g>(&self, old: *mut Slot<V>, g: &'g Guard<'_>) -> &'g Slot<V>
+    where
+        V: 'static,
+    {
+        if old == self.first_slot() {
+            let owner = self.clone().into_raw();
+            // SAFETY: `owner` is a counted pointer to this entry (a copy of this reference's,
+            // with its provenance), owned by the `FirstSlot` from now on. Our atomic operation removed the inline slot from `p`, which never points
+            // back at it, so it is retired once, and its value stays initialized until the
+            // `FirstSlot` is destroyed (after every guard pinned now, `g` among them, is
+            // dropped), which is also how long the returned borrow lives.
+            unsafe {
+                g.retire(owner.cast::<FirstSlot<V>>().cast_mut());
+                return &*old;
+            }
+        }
+        // SAFETY: the caller's atomic operation removed `old` from the only place it was
+        // reachable from (this entry's `p`), so no load that starts later returns it, and only
+        // that one operation can have removed it, so it is retired once. It is not the inline
+        // slot, so it came from `Box::leak` (`Unpublished`). The reference is valid while `g`
+        // lives: `g` was pinned before the removal.
+        unsafe {
+            g.retire(old);
+            &*old
+        }
+    }
+
     /// Go's `trySwap`: stores `new` unless the entry is expunged; returns the old value
     /// (retired), or `Err(new)` if expunged.
     pub(super) fn try_swap<'g>(
@@ -283,12 +337,6 @@ impl<V> Entry<V> {
                 Err(cur) => p = cur,
             }
         }
-    }
-
-    /// Go's `unexpungeLocked`: expunged → nil. If it returns `true`, the caller (holding the
-    /// lock) must put the entry into `dirty` before unlocking.
-    pub(super) fn unexpunge_locked(&self) -> bool {
-        self.p.compare_exchange(expunged(), ptr::null_mut(), AcqRel, Acquire).is_ok()
     }
 
     /// Go's `swapLocked`: the entry is known not to be expunged (lock held).
@@ -372,48 +420,6 @@ impl<V> Entry<V> {
             }
         }
     }
-
-    /// Go's `tryExpungeLocked`: nil → expunged (lock held); is the entry expunged now?
-    pub(super) fn try_expunge_locked(&self) -> bool {
-        let mut p = self.p.load(Acquire);
-        while p.is_null() {
-            match self.p.compare_exchange(ptr::null_mut(), expunged(), AcqRel, Acquire) {
-                Ok(_) => return true,
-                Err(cur) => p = cur,
-            }
-        }
-        p == expunged()
-    }
-
-    /// Frees the current value now, leaving the entry nil.
-    ///
-    /// # Safety
-    /// No other thread can be using the map (the map is being dropped): nobody can read the
-    /// slot concurrently or later.
-    pub(super) unsafe fn drop_value_now(&self) {
-        let p = self.p.swap(ptr::null_mut(), AcqRel);
-        // SAFETY: the entry owned this slot and we just took it out of `p`, which leaves the
-        // entry nil (its drop frees nothing more); per the contract no reader remains.
-        unsafe { self.free_current(p) }
-    }
-
-    /// Frees `p`, the slot the entry held: drops the inline slot's value in place, or frees a
-    /// boxed slot; nil and expunged hold nothing.
-    ///
-    /// # Safety
-    /// `p` was the entry's current slot, just taken out of `p` (or the entry is being dropped),
-    /// and nobody can read it any more.
-    unsafe fn free_current(&self, p: *mut Slot<V>) {
-        if p == self.first_slot() {
-            // SAFETY: `p` still pointed at the inline slot, so it holds the first value, which
-            // nobody else will drop (it was never retired), and nobody reads it (contract).
-            unsafe { ptr::drop_in_place(p) }
-        } else if is_value(p) {
-            // SAFETY: a slot other than the inline one came from `Box::leak` (`Unpublished`)
-            // and was owned by the entry; nobody reads it (contract).
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
 }
 
 impl<V> Drop for Entry<V> {
@@ -440,15 +446,21 @@ impl<V> Reclaim for FirstSlot<V> {
     }
 
     unsafe fn destroy(ptr: *mut FirstSlot<V>) {
-        let entry = ptr.cast::<Entry<V>>().cast_const();
-        // SAFETY: per `destroy`'s contract this runs once, when no guard can read the retired
-        // slot any more. The entry is alive (this object owns a count of it, from
-        // `EntryRef::into_raw` in `retire_removed`), its `p` left the inline slot for good, so
-        // the first value is initialized and dropped here only. Then the count is given back,
-        // which may drop the entry (its `free_current` does not touch `first` again).
-        unsafe {
-            ptr::drop_in_place((*entry).first_slot());
-            drop(EntryRef::from_raw(entry));
+        // SAFETY: per `destroy`'s contract this runs once; this object owns the count that
+        // `retire_removed` gave up with `EntryRef::into_raw`, taken back here once. Taken back
+        // first, so that it is given back even if the value's destructor panics (or the entry,
+        // and whatever value it holds now, would leak).
+        let owner = unsafe { EntryRef::from_raw(ptr.cast::<Entry<V>>().cast_const()) };
+        let first = owner.first_slot();
+        // SAFETY: no guard can read the retired slot any more (`destroy`'s contract), and `p`
+        // left the inline slot for good, so the first value is initialized and dropped here
+        // only; `owner` keeps the entry's memory alive meanwhile.
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { ptr::drop_in_place(first) }));
+        // May drop the entry, whose `free_current` does not touch `first` again. Not during
+        // an unwind: a second panic there (the current value's destructor) would abort.
+        drop(owner);
+        if let Err(payload) = dropped {
+            resume_unwind(payload); // to the collector, which contains it (`reclaim.rs`)
         }
     }
 }
@@ -471,7 +483,7 @@ unsafe impl<V> Sync for EntryRef<V> where Entry<V>: Send + Sync {}
 
 impl<V> EntryRef<V> {
     /// A new entry holding `value`, in a slot of the entry's own allocation. The only way to
-    /// make an entry: every entry lives behind `EntryRef`s (which `from_borrow` relies on).
+    /// make an entry: every entry lives behind `EntryRef`s.
     pub(super) fn new(value: V) -> EntryRef<V> {
         let e = Entry {
             p: AtomicPtr::new(ptr::null_mut()),
@@ -482,18 +494,6 @@ impl<V> EntryRef<V> {
         // Not shared yet: whoever gets the `EntryRef` from us sees this store.
         e.p.store(e.first_slot(), Relaxed);
         e
-    }
-
-    /// Another reference to a borrowed entry. Sound for any `&Entry`: an entry exists only
-    /// behind `EntryRef`s (its one constructor returns one, and no `EntryRef` gives up its
-    /// entry but by dropping it), so while it is borrowed its count is at least one.
-    fn from_borrow(e: &Entry<V>) -> EntryRef<V> {
-        // Relaxed, as `Arc::clone`: the new reference is made from one that already exists,
-        // so no other thread can free the entry meanwhile.
-        if e.refs.fetch_add(1, Relaxed) > isize::MAX as usize {
-            std::process::abort(); // as `Arc`: billions of leaked references
-        }
-        EntryRef { ptr: NonNull::from(e), _owns: PhantomData }
     }
 
     /// Are these references to the same entry?
@@ -532,7 +532,12 @@ impl<V> EntryRef<V> {
 impl<V> Clone for EntryRef<V> {
     #[inline]
     fn clone(&self) -> EntryRef<V> {
-        EntryRef::from_borrow(self)
+        // Relaxed, as `Arc::clone`: the new reference is made from one that already exists,
+        // so no other thread can free the entry meanwhile.
+        if self.refs.fetch_add(1, Relaxed) > isize::MAX as usize {
+            std::process::abort(); // as `Arc`: billions of leaked references
+        }
+        EntryRef { ptr: self.ptr, _owns: PhantomData }
     }
 }
 
