@@ -381,3 +381,46 @@ fn timers_fire_while_a_g_loops_on_blocking_calls_2p() {
     let worst = main.join().unwrap();
     assert!(worst < Duration::from_secs(1), "a 10 ms sleep took {worst:?}");
 }
+
+/// A G blocks its thread (sysmon detaches its P and a spare P takes its place), then, in the
+/// same poll, makes a `goro::syscall`. Entering the syscall used to overwrite the detached P's
+/// status with "in a syscall": the P came back into use beside the spare that had replaced it,
+/// one P more than `max_procs`, and once both were idle the idle count exceeded `max_procs` (a
+/// debug build panicked subtracting it in `findrunnable`). Seen under valgrind, where polls are
+/// slow enough to be detached.
+fn a_syscall_after_a_blocked_poll(procs: usize) {
+    let _w = watchdog("a_syscall_after_a_blocked_poll", LIMIT);
+    let rt = rt(procs);
+    rt.block_on(async {
+        goro::go(async {
+            // Long enough that sysmon certainly hands the P off (it does after ~20 ms).
+            std::thread::sleep(300 * MS);
+            goro::syscall(|| std::thread::sleep(50 * MS));
+        })
+        .await
+        .unwrap();
+    });
+    assert!(rt.metrics().blocked_polls >= 1, "the scenario needs a hand-off: {:?}", rt.metrics());
+    // Every P goes idle once the work is done; none may be counted twice meanwhile. (No event
+    // says when the last M has let its P go: the metrics are polled.)
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = rt.metrics();
+        assert!(m.idle_procs <= m.procs, "{} idle Ps of {}: a P is in use twice: {m:?}", m.idle_procs, m.procs);
+        if m.idle_procs == m.procs {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the Ps never all went idle: {m:?}");
+        std::thread::sleep(10 * MS);
+    }
+}
+
+#[test]
+fn a_syscall_after_a_blocked_poll_1p() {
+    a_syscall_after_a_blocked_poll(1);
+}
+
+#[test]
+fn a_syscall_after_a_blocked_poll_2p() {
+    a_syscall_after_a_blocked_poll(2);
+}

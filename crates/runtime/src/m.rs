@@ -965,11 +965,20 @@ impl MCtx {
     }
 }
 
+/// What an M in `goro::syscall` takes back when the call returns.
+pub(crate) enum SyscallP {
+    /// The P it let go of (`P_SYSCALL`), unless sysmon retook it meanwhile.
+    Own(usize),
+    /// Nothing of its own: sysmon had detached its P (see [`MCtx::entersyscall`]), which is a
+    /// spare slot now; any idle P will do.
+    Detached,
+}
+
 /// The M's side of `goro::syscall` (see [`syscall`](crate::syscall())).
 impl MCtx {
     /// Go's `entersyscall`: lets go of the P (loosely: it stays `P_SYSCALL` for our return).
-    /// Returns the P, or `None` if this M holds none.
-    pub(crate) fn entersyscall(&self) -> Option<usize> {
+    /// Returns what `exitsyscall` takes back, or `None` if this M holds no P.
+    pub(crate) fn entersyscall(&self) -> Option<SyscallP> {
         let pid = self.p.get()?;
         // State kept for the length of a poll must not be held through a blocking call.
         crate::coop::run_poll_end();
@@ -980,19 +989,32 @@ impl MCtx {
         // The core goes back to the P before the status says the P may be retaken.
         self.releasep();
         // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the P.
-        pp.status.store(P_SYSCALL, Release);
-        Some(pid)
+        // A CAS, not a store: this very poll may have blocked the thread before the call, and
+        // sysmon then detached the P (`sysmon::detach`: `P_RUNNING` → `P_DETACHED`) and put a
+        // spare in its place. A store overwrote that, and the P came back into use beside its
+        // spare: one P more than `max_procs` (tests/hand_off.rs, `a_syscall_after_a_blocked_poll`).
+        if pp.status.compare_exchange(P_RUNNING, P_SYSCALL, AcqRel, Relaxed).is_ok() {
+            return Some(SyscallP::Own(pid));
+        }
+        // Detached: give the P up as a spare now, as `check_detached` does after a poll (a
+        // detached P has no other owner, so its core is ours to take back for that).
+        self.hold(pid);
+        // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+        let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
+        self.drop_detached(pid, who);
+        Some(SyscallP::Detached)
     }
 
-    /// Go's `exitsyscall`: takes P `pid` back if sysmon left it, else another idle P, else
-    /// waits for one (or for shutdown, when it goes on without a P).
-    pub(crate) fn exitsyscall(&self, pid: usize) {
+    /// Go's `exitsyscall`: takes back the P it let go of if sysmon left it, else another idle
+    /// P, else waits for one (or for shutdown, when it goes on without a P).
+    pub(crate) fn exitsyscall(&self, entered: SyscallP) {
         self.with_wait_reason(|r| r.store(0, Relaxed));
-        let pp = &self.shared.ps[pid];
-        if pp.status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
-            // Won against sysmon's retake: the core is ours again.
-            self.hold(pid);
-            return;
+        if let SyscallP::Own(pid) = entered {
+            if self.shared.ps[pid].status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
+                // Won against sysmon's retake: the core is ours again.
+                self.hold(pid);
+                return;
+            }
         }
         self.exitsyscall_slow();
     }

@@ -13,8 +13,13 @@
 //!
 //! Exactly one of the two CASes succeeds, so the P is never owned twice and never lost; the
 //! loom model `loom_tests::sched::loom_sched_syscall_vs_retake` checks it.
+//!
+//! Entering is a CAS too (`P_RUNNING` → `P_SYSCALL`): if the poll that makes the call blocked
+//! its thread before it, sysmon may have detached the P (a spare took its place, see
+//! `sysmon::detach`); the M then gives the P up as a spare at once and, returning, takes any
+//! idle P.
 
-use crate::m::MCtx;
+use crate::m::{MCtx, SyscallP};
 
 /// Runs `f`, a call that may block its thread (file I/O, a blocking library call, a lock held
 /// by another thread), letting the runtime hand this G's P to another M meanwhile, so the Gs
@@ -39,20 +44,21 @@ pub fn syscall<R>(f: impl FnOnce() -> R) -> R {
     if crate::model::active() {
         crate::model::no_syscall();
     }
-    let Some(pid) = crate::m::current(|ctx| ctx.and_then(MCtx::entersyscall)) else {
+    let Some(entered) = crate::m::current(|ctx| ctx.and_then(MCtx::entersyscall)) else {
         return f();
     };
     /// Takes a P back however `f` ends.
-    struct Exit(usize);
+    struct Exit(Option<SyscallP>);
     impl Drop for Exit {
         fn drop(&mut self) {
+            let entered = self.0.take().expect("taken once");
             crate::m::current(|ctx| {
                 if let Some(ctx) = ctx {
-                    ctx.exitsyscall(self.0);
+                    ctx.exitsyscall(entered);
                 }
             });
         }
     }
-    let _exit = Exit(pid);
+    let _exit = Exit(Some(entered));
     f()
 }

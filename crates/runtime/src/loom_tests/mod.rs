@@ -18,7 +18,8 @@
 //!   waiting on a socket of a runtime that shuts down is woken and fails; none is refused late.
 //! - [`timer`]: the timer core: stop, re-arm and a sleeping G's new waker racing the firing,
 //!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns;
-//!   timers moving off a P that sysmon detached, racing an arming and a firing.
+//!   timers moving off a P that sysmon detached, racing an arming and a firing; and that
+//!   detach racing the stuck G's `goro::syscall` (never two Ps in use for one).
 //!
 //! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours),

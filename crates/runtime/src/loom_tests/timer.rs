@@ -343,3 +343,23 @@ fn loom_timer_waker_racing_fire() {
         assert!(census(&sh).is_empty());
     });
 }
+
+/// Not a timer's race, but the same stuck M: sysmon detaches P0 while the G stuck on it enters
+/// `goro::syscall`. Entering used to overwrite `P_DETACHED` with `P_SYSCALL`, and returning then
+/// took P0 back while the spare that replaced it stayed in use: two Ps in use with `procs` = 1.
+/// Whichever CAS wins (the detach's or the syscall's), exactly `procs` slots end in use.
+#[test]
+fn loom_detach_races_entersyscall() {
+    model(|| {
+        let sh = shared();
+        let stuck = stuck_m(&sh, |_| crate::syscall(|| ()));
+        // `detach_p0`, but the syscall's CAS may win, and then the detach is refused.
+        sh.idle.spinning_start();
+        sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
+        let _ = crate::sysmon::detach(&sh, 0, 1, 1);
+        stuck.join().unwrap();
+        let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
+        assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
+        assert!(sh.idle.npidle() <= sh.procs);
+    });
+}
