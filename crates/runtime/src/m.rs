@@ -986,23 +986,28 @@ impl MCtx {
         p::bump(&pp.stats.syscalltick, 1);
         // What the dump shows of the G meanwhile (`exitsyscall` clears it).
         self.with_wait_reason(|r| r.store(WaitReason::Syscall as u8, Relaxed));
-        // The core goes back to the P before the status says the P may be retaken.
-        self.releasep();
-        // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the P.
-        // A CAS, not a store: this very poll may have blocked the thread before the call, and
-        // sysmon then detached the P (`sysmon::detach`: `P_RUNNING` → `P_DETACHED`) and put a
-        // spare in its place. A store overwrote that, and the P came back into use beside its
-        // spare: one P more than `max_procs` (tests/hand_off.rs, `a_syscall_after_a_blocked_poll`).
-        if pp.status.compare_exchange(P_RUNNING, P_SYSCALL, AcqRel, Relaxed).is_ok() {
-            return Some(SyscallP::Own(pid));
+        loop {
+            // The core goes back to the P before the status says the P may be retaken.
+            self.releasep();
+            // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the
+            // P. A CAS, not a store: this very poll may have blocked the thread before the
+            // call, and sysmon then detached the P (`sysmon::detach`: `P_RUNNING` →
+            // `P_DETACHED`) and put a spare in its place. A store overwrote that, and the P came
+            // back into use beside its spare: one P more than `max_procs` (tests/hand_off.rs,
+            // `a_syscall_after_a_blocked_poll`).
+            if pp.status.compare_exchange(P_RUNNING, P_SYSCALL, AcqRel, Relaxed).is_ok() {
+                return Some(SyscallP::Own(pid));
+            }
+            // Detached: give the P up as a spare now, as `check_detached` does after a poll (a
+            // detached P has no other owner, so its core is ours to take back for that).
+            self.hold(pid);
+            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
+            let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
+            if self.drop_detached(pid, who) {
+                return Some(SyscallP::Detached);
+            }
+            // sysmon undid the detach (see `drop_detached`): the P is ours again.
         }
-        // Detached: give the P up as a spare now, as `check_detached` does after a poll (a
-        // detached P has no other owner, so its core is ours to take back for that).
-        self.hold(pid);
-        // SAFETY: the M polling `g` holds a reference to it for the whole poll.
-        let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
-        self.drop_detached(pid, who);
-        Some(SyscallP::Detached)
     }
 
     /// Go's `exitsyscall`: takes back the P it let go of if sysmon left it, else another idle
@@ -1109,6 +1114,13 @@ impl MCtx {
 
     /// After a poll: if sysmon detached our P while the poll blocked the thread (see
     /// `sysmon::detach`), give it up as a spare. Its remaining Gs go to the global queue.
+    ///
+    /// This look can miss a detach made just as the poll ended: the poll's end (a plain store
+    /// of the poll count) and this load of the status may pass sysmon's CAS of the status and
+    /// its load of the count (the store-buffering pattern; a fence here would cost every poll).
+    /// The M then goes on with the P until the next poll's end, and if it gives the P up first,
+    /// `Shared::pidleput_locked` sees the detach under the scheduler lock (loom model
+    /// `loom_detach_races_a_poll_end`).
     #[inline]
     pub(crate) fn check_detached(&self, who: Option<Who>) {
         let Some(pid) = self.p.get() else { return };
@@ -1117,10 +1129,23 @@ impl MCtx {
         }
     }
 
+    /// Gives up P `pid`, which sysmon detached, as a spare; `false` (and the P kept) if sysmon
+    /// undid the detach. The status was read without the scheduler lock, and `sysmon::detach`
+    /// CASes it to `P_DETACHED` and then, under that lock, puts `P_RUNNING` back if it finds
+    /// that the poll had ended: under the lock the status is final (loom model
+    /// `loom_detach_races_a_poll_end`; without this look, the M made its P a spare after the
+    /// undo, and the spare went back to the list too: no P left in use).
     #[cold]
-    fn drop_detached(&self, pid: usize, who: Option<Who>) {
+    fn drop_detached(&self, pid: usize, who: Option<Who>) -> bool {
         let sh = &*self.shared;
         let p = &sh.ps[pid];
+        let status = {
+            let _final = sh.idle.lock();
+            p.status.load(Acquire)
+        };
+        if status != P_DETACHED {
+            return false;
+        }
         report_blocked(sh, pid, who);
         // This M still owns the ring (a detached P has no other owner).
         self.with_core(|c| c.runq.drain(|g| sh.global.push(g)));
@@ -1133,6 +1158,7 @@ impl MCtx {
         drop(idle);
         // The Gs just queued globally need an M: ours has no P now.
         sh.wakep();
+        true
     }
 }
 

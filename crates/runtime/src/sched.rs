@@ -490,6 +490,16 @@ impl Shared {
 
     /// Puts P `p` on the idle list (Go's `pidleput`), under the scheduler lock.
     pub(crate) fn pidleput_locked(&self, idle: &mut Locked<'_>, p: usize) {
+        if self.ps[p].status.load(Acquire) == p::P_DETACHED {
+            // An M that missed sysmon's detach of its P gives it up (see `MCtx::check_detached`):
+            // a spare has taken its place, so it goes out of use, not to an M or the idle list.
+            // Exact under the lock, which `sysmon::detach` holds for its CAS. Its ring is empty:
+            // the M gives a P up when it found nothing there, and only that M pushes there.
+            debug_assert!(self.ps[p].runq.is_empty(), "goro: Gs left on a detached P");
+            self.ps[p].status.store(p::P_SPARE, Release);
+            idle.spare_put(p);
+            return;
+        }
         if let Some(m) = idle.waiter_get() {
             // An M back from a syscall waits for a P: it gets this one.
             self.ps[p].status.store(p::P_RUNNING, Relaxed);

@@ -363,3 +363,31 @@ fn loom_detach_races_entersyscall() {
         assert!(sh.idle.npidle() <= sh.procs);
     });
 }
+
+/// The stuck M's poll returns just as sysmon detaches P0: the poll's end (its count made even)
+/// and the M's look at P0's status can pass sysmon's detach (its CAS of the status, then its
+/// look at the count) in both directions. So the M may go on holding P0 after sysmon has
+/// detached it: when it then gives P0 up as idle, P0 must go to the spare list instead (two Ps
+/// in use with `procs` = 1 is one too many). Or the M may see the detach that sysmon is about
+/// to undo (the count it reads next is even): the M must then keep P0, or P0 and the spare both
+/// end on the spare list (none in use). Both failed before; exactly `procs` slots end in use.
+#[test]
+fn loom_detach_races_a_poll_end() {
+    model(|| {
+        let sh = shared();
+        let stuck = stuck_m(&sh, |ctx| {
+            ctx.poll_end();
+            ctx.check_detached(None);
+            if let Some(pid) = ctx.releasep() {
+                ctx.shared.pidleput(pid);
+            }
+        });
+        sh.idle.spinning_start();
+        sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
+        let _ = crate::sysmon::detach(&sh, 0, 1, 1);
+        stuck.join().unwrap();
+        let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
+        assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
+        assert!(sh.idle.npidle() <= sh.procs);
+    });
+}
