@@ -350,18 +350,21 @@ fn loom_timer_waker_racing_fire() {
 /// Whichever CAS wins (the detach's or the syscall's), exactly `procs` slots end in use.
 #[test]
 fn loom_detach_races_entersyscall() {
-    model(|| {
-        let sh = shared();
-        let stuck = stuck_m(&sh, |_| crate::syscall(|| ()));
-        // `detach_p0`, but the syscall's CAS may win, and then the detach is refused.
-        sh.idle.spinning_start();
-        sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
-        let _ = crate::sysmon::detach(&sh, 0, 1, 1);
-        stuck.join().unwrap();
-        let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
-        assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
-        assert!(sh.idle.npidle() <= sh.procs);
-    });
+    model(|| race_detach(|_| crate::syscall(|| ())));
+}
+
+/// The stuck M holding P0 does `m` while sysmon tries to detach P0 (`detach_p0`, but `m` may
+/// change P0 first, and then the detach is refused); then exactly `procs` P slots are in use.
+fn race_detach(m: impl FnOnce(&crate::m::MCtx) + Send + 'static) {
+    let sh = shared();
+    let stuck = stuck_m(&sh, m);
+    sh.idle.spinning_start();
+    sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
+    let _ = crate::sysmon::detach(&sh, 0, 1, 1);
+    stuck.join().unwrap();
+    let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
+    assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
+    assert!(sh.idle.npidle() <= sh.procs);
 }
 
 /// The stuck M's poll returns just as sysmon detaches P0: the poll's end (its count made even)
@@ -374,20 +377,12 @@ fn loom_detach_races_entersyscall() {
 #[test]
 fn loom_detach_races_a_poll_end() {
     model(|| {
-        let sh = shared();
-        let stuck = stuck_m(&sh, |ctx| {
+        race_detach(|ctx| {
             ctx.poll_end();
             ctx.check_detached(None);
             if let Some(pid) = ctx.releasep() {
                 ctx.shared.pidleput(pid);
             }
-        });
-        sh.idle.spinning_start();
-        sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
-        let _ = crate::sysmon::detach(&sh, 0, 1, 1);
-        stuck.join().unwrap();
-        let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
-        assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
-        assert!(sh.idle.npidle() <= sh.procs);
+        })
     });
 }

@@ -445,6 +445,27 @@ where
         Ok(())
     }
 
+    /// [`amend_locked`](Self::amend_locked), or, when `dirty` must be built from a copy that
+    /// `copy` is not, unlocks and makes that copy: `None` says to lock again and start over.
+    #[inline(always)] // as `amend_locked`: the common case is its first test
+    fn amend_or_copy<'a>(
+        &'a self,
+        mut l: Locked<'a, K, V, S>,
+        read: &ReadOnly<K, V, S>,
+        copy: &mut Option<DirtyCopy<K, V, S>>,
+        garbage: &mut Garbage<K, V>,
+    ) -> Option<Locked<'a, K, V, S>> {
+        match self.amend_locked(&mut l, read, copy, garbage) {
+            Ok(()) => Some(l),
+            Err(src) => {
+                drop(l);
+                drop(copy.take());
+                *copy = Some(self.copy_table(src));
+                None
+            }
+        }
+    }
+
     /// The dirty map, which must exist here (invariants 1 and 3).
     fn dirty_mut<'d>(l: &'d mut Locked<'_, K, V, S>) -> &'d mut Table<K, V, S> {
         l.m.as_mut().expect("sync.Map invariant broken: an expunged entry or an amended read without a dirty map")
@@ -539,12 +560,9 @@ where
                 }
                 break e.swap_locked(offer.into_slot(), g);
             }
-            if let Err(src) = self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
-                drop(l);
-                drop(copy.take());
-                copy = Some(self.copy_table(src)); // and try again
-                continue;
-            }
+            let Some(mut l) = self.amend_or_copy(l, read, &mut copy, &mut garbage) else {
+                continue; // a fresh copy is made: lock again
+            };
             match Self::dirty_mut(&mut l).place(h, &key) {
                 Place::Found(e) => break e.swap_locked(offer.into_slot(), g),
                 Place::Vacant(v) => {
@@ -597,12 +615,9 @@ where
                 }
                 break e.try_load_or_store(offer.into_value(), g);
             }
-            if let Err(src) = self.amend_locked(&mut l, read, &mut copy, &mut garbage) {
-                drop(l);
-                drop(copy.take());
-                copy = Some(self.copy_table(src)); // and try again
-                continue;
-            }
+            let Some(mut l) = self.amend_or_copy(l, read, &mut copy, &mut garbage) else {
+                continue; // a fresh copy is made: lock again
+            };
             match Self::dirty_mut(&mut l).place(h, &key) {
                 Place::Found(e) => {
                     let e: &EntryRef<V> = held.insert(EntryRef::clone(e));
