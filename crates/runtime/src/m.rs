@@ -966,6 +966,7 @@ impl MCtx {
 }
 
 /// What an M in `goro::syscall` takes back when the call returns.
+#[derive(Clone, Copy)]
 pub(crate) enum SyscallP {
     /// The P it let go of (`P_SYSCALL`), unless sysmon retook it meanwhile.
     Own(usize),

@@ -48,17 +48,16 @@ pub fn syscall<R>(f: impl FnOnce() -> R) -> R {
         return f();
     };
     /// Takes a P back however `f` ends.
-    struct Exit(Option<SyscallP>);
+    struct Exit(SyscallP);
     impl Drop for Exit {
         fn drop(&mut self) {
-            let entered = self.0.take().expect("taken once");
             crate::m::current(|ctx| {
                 if let Some(ctx) = ctx {
-                    ctx.exitsyscall(entered);
+                    ctx.exitsyscall(self.0);
                 }
             });
         }
     }
-    let _exit = Exit(Some(entered));
+    let _exit = Exit(entered);
     f()
 }

@@ -293,10 +293,11 @@ impl<V> EntryRef<V> {
         if old == self.first_slot() {
             let owner = self.clone().into_raw();
             // SAFETY: `owner` is a counted pointer to this entry (a copy of this reference's,
-            // with its provenance), owned by the `FirstSlot` from now on. Our atomic operation removed the inline slot from `p`, which never points
-            // back at it, so it is retired once, and its value stays initialized until the
-            // `FirstSlot` is destroyed (after every guard pinned now, `g` among them, is
-            // dropped), which is also how long the returned borrow lives.
+            // with its provenance), owned by the `FirstSlot` from now on. Our atomic operation
+            // removed the inline slot from `p`, which never points back at it, so it is retired
+            // once, and its value stays initialized until the `FirstSlot` is destroyed (after
+            // every guard pinned now, `g` among them, is dropped), which is also how long the
+            // returned borrow lives.
             unsafe {
                 g.retire(owner.cast::<FirstSlot<V>>().cast_mut());
                 return &*old;

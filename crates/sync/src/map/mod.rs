@@ -74,8 +74,8 @@
 //! allocation (so a new key costs one allocation), every later one in a heap slot of its own
 //! (`entry.rs`). Replacing or deleting a value retires its slot to crossbeam-epoch, and so does
 //! replacing `read`. A load pins the thread (cheap, thread-local: inside a G's poll it only
-//! borrows the poll's pin), reads through the snapshot and clones the value before unpinning. Inside a poll, retired objects are handed to
-//! crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
+//! borrows the poll's pin), reads through the snapshot and clones the value before unpinning.
+//! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
 //! dropped; retired ones when the epoch advances past every thread that could still see them.
 //!
 //! # Hashing
@@ -388,8 +388,9 @@ where
     }
 
     /// Before a key absent from `read` is looked for in `dirty` and, if new, put there (lock
-    /// held): makes sure that `dirty` exists and `read` is amended (Go's `if !read.amended { m.dirtyLocked();
-    /// m.read.Store(&readOnly{m: read.m, amended: true}) }`, the flag set in place here).
+    /// held): makes sure that `dirty` exists and `read` is amended (Go's `if !read.amended {
+    /// m.dirtyLocked(); m.read.Store(&readOnly{m: read.m, amended: true}) }`, the flag set in
+    /// place here).
     ///
     /// Go's `dirtyLocked` copies `read.m` under the lock; here the copy is made by the caller
     /// with the lock released ([`copy_table`](Self::copy_table)), because it clones keys. This

@@ -11,7 +11,6 @@
 use super::dropping::DropAll;
 use super::entry::EntryRef;
 use super::hash::Hashing;
-
 use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -118,6 +117,8 @@ pub(super) struct Vacant<'t, K, V>(hash_table::VacantEntry<'t, (K, EntryRef<V>)>
 
 impl<K, V> Vacant<'_, K, V> {
     /// Puts in the key that was looked for (the caller passes the same key), with its entry.
+    /// The key stays the caller's until here: moved into `place`, it would be dropped under the
+    /// lock when found. Not checked by hashing it again: that is user code, under the lock.
     #[inline]
     pub(super) fn insert(self, key: K, e: EntryRef<V>) {
         self.0.insert((key, e));
