@@ -235,6 +235,39 @@ fn computing_threads_are_not_taken_for_blocked_ones() {
     assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
 }
 
+/// Item 4 again, CI's way: a poll that computes for hundreds of milliseconds but sleeps in the
+/// kernel for moments now and then (CI saw main spawning 100 000 Gs: `brk` waiting on the
+/// address space's lock behind the other threads' page faults) is not a blocked one. It used
+/// to be, whenever two of sysmon's looks, 10 ms apart, both fell in such a moment: "asleep at
+/// every look" was taken for "asleep all along", a P was handed off and a thread added.
+#[test]
+fn computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones() {
+    let _w = watchdog("computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones", LIMIT);
+    // A quarter of the time asleep, in short sleeps: far from a blocked thread, but a look
+    // lands in a sleep one time in four.
+    fn compute_with_naps(d: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            spin_for(MS);
+            std::thread::sleep(MS / 3);
+        }
+    }
+    let rt = rt(2);
+    let threads_before = rt.block_on(async { goro::runtime::metrics().threads });
+    rt.block_on(async {
+        for _ in 0..2 {
+            let hs: Vec<_> = (0..2).map(|_| goro::go(async { compute_with_naps(400 * MS) })).collect();
+            compute_with_naps(400 * MS);
+            for h in hs {
+                h.await.unwrap();
+            }
+        }
+    });
+    let m = rt.metrics();
+    assert_eq!(m.blocked_polls, 0, "a computing G that naps was taken for a blocked one: {m:?}");
+    assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
+}
+
 /// Item 5: a G computes (no yield point) while main sleeps, at 2 Ps, wherever that G lands,
 /// the main thread included: main is a G of its own and runs on the other P. It used to run
 /// only on the thread that called `block_on`, and hang whenever the loop landed there.

@@ -13,13 +13,14 @@
 //!   waited a time slice, every running P serves it at its next schedule (`fairness_due`), as
 //!   it does every 61 ticks; ticks are not bounded in time when a G computes;
 //! - **hands off Ps stuck in a blocked poll** (`detach`): a P whose M has been inside one poll
-//!   for two time slices, asleep in the kernel for a whole time slice of it (the G called
+//!   for two time slices, asleep in the kernel for most of a time slice of it (the G called
 //!   something that blocks the thread, outside `goro::syscall`), is replaced by a spare P slot,
 //!   which gets its queued Gs, its timers and an M. The stuck M keeps the old P until its poll
 //!   returns, then turns it into a spare, and reports the G on stderr once per spawn location.
-//!   A poll that is *computing* (a loop with no yield point), or whose thread merely waits for
-//!   a CPU on a loaded machine, is never handed off: Linux says which (see `threads::thread_asleep`),
-//!   and another thread would only compete for the same CPUs. It keeps its P until it yields,
+//!   A poll that is *computing* (a loop with no yield point), whose thread merely waits for a
+//!   CPU on a loaded machine, or sleeps for moments (a page fault, an allocator's lock), is
+//!   never handed off: Linux's accounts say which (see `threads::look_at` and `Naps`), and
+//!   another thread would only compete for the same CPUs. It keeps its P until it yields,
 //!   as Go's goroutines did before asynchronous preemption; after [`LONG_POLL`] sysmon says so
 //!   on stderr, once per spawn location. `Builder::handoff_blocked(false)` turns the hand-off
 //!   off;
@@ -35,6 +36,7 @@ use crate::loom::Ordering::*;
 use crate::metrics::schedtrace_line;
 use crate::p::{self, P_DETACHED, P_IDLE, P_RUNNING, P_SYSCALL};
 use crate::sched::Shared;
+use crate::threads::Look;
 use std::panic::Location;
 use std::sync::Arc as StdArc;
 use std::task::Waker;
@@ -64,9 +66,8 @@ struct Seen {
     pollwhen: Instant,
     syscalltick: u64,
     syscallwhen: Instant,
-    /// Since when the thread of the poll running since `pollwhen` has been asleep in the kernel
-    /// at every look (`None`: it was running or runnable at the last look).
-    asleep_since: Option<Instant>,
+    /// How much of the poll running since `pollwhen` its thread has spent asleep.
+    naps: Naps,
     /// Whether that poll was reported as a long computation.
     reported_long: bool,
 }
@@ -112,7 +113,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             pollwhen: start,
             syscalltick: 0,
             syscallwhen: start,
-            asleep_since: None,
+            naps: Naps::default(),
             reported_long: false,
         };
         sh.ps.len()
@@ -269,7 +270,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                 if polls != s.polls {
                     s.polls = polls;
                     s.pollwhen = now;
-                    s.asleep_since = None;
+                    s.naps = Naps::default();
                     s.reported_long = false;
                 } else if polls & 1 == 1 {
                     // One poll has been running since `pollwhen`, a round ago at least.
@@ -278,14 +279,10 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     if stuck >= TIME_SLICE / 2 {
                         // Unknown (no /proc) counts as asleep: then every stuck poll is handed
                         // off, as before Linux could be asked.
-                        if crate::threads::thread_asleep(pp.tid.load(Relaxed)).unwrap_or(true) {
-                            s.asleep_since.get_or_insert(now);
-                        } else {
-                            s.asleep_since = None;
-                        }
+                        let look = crate::threads::look_at(pp.tid.load(Relaxed));
+                        s.naps.look(look.unwrap_or(Look::Asleep { busy: None }), now);
                     }
-                    let blocked = s.asleep_since.is_some_and(|t| now - t >= TIME_SLICE);
-                    if blocked {
+                    if s.naps.blocked {
                         if stuck >= BLOCKED_POLL
                             && s.preempted
                             && sh.config.handoff_blocked
@@ -293,7 +290,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                         {
                             acted = true;
                         }
-                    } else if stuck >= LONG_POLL && !s.reported_long && s.asleep_since.is_none() {
+                    } else if stuck >= LONG_POLL && !s.reported_long {
                         s.reported_long = true;
                         report_long_poll(sh, pp.stats.curgoid.load(Relaxed), stuck);
                     }
@@ -317,6 +314,52 @@ impl Seen {
             self.preempted = false;
         }
         now - self.schedwhen
+    }
+}
+
+/// How much of one poll its thread has spent asleep in the kernel, and whether that makes the
+/// poll a blocked one: asleep for at least half of a time slice's worth of looks.
+///
+/// It is measured, not sampled. Taking "asleep at every look" for "asleep all along" handed off
+/// computing polls whose thread sleeps for moments now and then (CI saw it happen to main
+/// spawning 100 000 Gs; a probe of that loop finds its thread asleep in `brk` at times, behind
+/// the other threads' page faults): sysmon's looks back off to 10 ms apart, and two of them
+/// falling in such moments was enough (tests/hand_off.rs,
+/// `computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones`).
+/// Between two looks that find the thread asleep, Linux's accounts are settled
+/// ([`Look::Asleep`]), so the time it slept in between is exact: the time passed minus its time
+/// on a CPU and waiting for one. A look that finds it awake says nothing exact, and only clears
+/// the verdict (a blocked thread that is running now is not blocked).
+#[derive(Clone, Copy, Default)]
+struct Naps {
+    /// The look that began the current measurement: when, and the thread's busy time then.
+    from: Option<(Instant, Option<Duration>)>,
+    /// The verdict of the last measurement over a time slice, until a look finds the thread
+    /// awake.
+    blocked: bool,
+}
+
+impl Naps {
+    fn look(&mut self, look: Look, now: Instant) {
+        let Look::Asleep { busy } = look else {
+            self.blocked = false;
+            return;
+        };
+        let Some((from, busy0)) = self.from else {
+            self.from = Some((now, busy));
+            return;
+        };
+        let span = now - from;
+        if span < TIME_SLICE {
+            return;
+        }
+        // Without Linux's accounts, asleep at both ends counts as asleep all along.
+        let ran = match (busy0, busy) {
+            (Some(b0), Some(b)) => b.saturating_sub(b0),
+            _ => Duration::ZERO,
+        };
+        self.blocked = span.saturating_sub(ran) * 2 >= span;
+        self.from = Some((now, busy));
     }
 }
 

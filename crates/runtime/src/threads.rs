@@ -1,26 +1,60 @@
 //! The process's threads as goro sees them: the calling thread's kernel id, whether a thread is
-//! asleep in the kernel (sysmon's test for a blocked poll), and which threads are goro's own
-//! (the deadlock census of `checkdead`).
+//! asleep in the kernel and for how long (sysmon's test for a blocked poll), and which threads
+//! are goro's own (the deadlock census of `checkdead`).
 
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
+use std::time::Duration;
 
-/// Whether thread `tid` of this process is asleep in the kernel (Linux's state `S` or `D`:
-/// waiting in a blocking call, for a lock, for I/O), as opposed to running or waiting for a CPU
-/// (`R`); `None` where `/proc/self/task/<tid>/stat` cannot be read.
+/// What one look at a thread of this process found (sysmon's test for a blocked poll).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// Running, or waiting for a CPU (Linux's state `R`), or it ran during the look.
+    Awake,
+    /// Asleep in the kernel (state `S` or `D`: in a blocking call, waiting for a lock, for I/O,
+    /// for a page) all through the look. `busy` is the thread's time on a CPU plus its time
+    /// waiting for one, since it started; `None` where Linux does not keep that account.
+    Asleep { busy: Option<Duration> },
+}
+
+/// Looks at thread `tid` of this process; `None` where `/proc/self/task/<tid>/stat` cannot be
+/// read.
 ///
-/// This is what tells a blocked poll from a computing one. goro used to infer it from
-/// `schedstat`'s run and run-queue times, and took computing threads for blocked ones on a
-/// loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when the
-/// thread gets a CPU again, so a thread that waited for one looked asleep meanwhile.
-pub(crate) fn thread_asleep(tid: u32) -> Option<bool> {
+/// The state is what tells a blocked poll from a computing one. goro once judged by
+/// `schedstat`'s run and run-queue times alone, and took computing threads for blocked ones on
+/// a loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when
+/// the thread gets a CPU again, so a thread that waited for one looked asleep meanwhile. Read
+/// around a sleeping state, though, `schedstat` is exact: a thread asleep has had its last run
+/// and its last wait accounted (it got a CPU, then gave it up), and if the account is the same
+/// before and after the state was read, the thread did not run in between. Between two such
+/// looks, the time it spent asleep is the time passed minus what `busy` grew by: sysmon
+/// measures a poll's sleep that way (see `sysmon::Naps`) rather than assume that a thread
+/// asleep at two looks slept all along.
+pub(crate) fn look_at(tid: u32) -> Option<Look> {
     if tid == 0 {
         return None;
     }
+    let before = schedstat(tid);
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
     let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
-    Some(matches!(state, 'S' | 'D'))
+    if !matches!(state, 'S' | 'D') {
+        return Some(Look::Awake);
+    }
+    Some(match (before, schedstat(tid)) {
+        (Some(b), Some(a)) if a == b => Look::Asleep { busy: Some(Duration::from_nanos(b[0].saturating_add(b[1]))) },
+        // It got a CPU between the reads: awake for this look.
+        (Some(_), Some(_)) => Look::Awake,
+        _ => Look::Asleep { busy: None },
+    })
+}
+
+/// Thread `tid`'s `schedstat`: nanoseconds on a CPU, nanoseconds waiting for one, and the number
+/// of times it got one.
+fn schedstat(tid: u32) -> Option<[u64; 3]> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let mut fields = s.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
 /// The calling thread's kernel id on Linux (0 elsewhere), cached per thread: Ms publish it in
