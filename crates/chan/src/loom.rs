@@ -86,6 +86,13 @@ impl RawLock {
     #[cfg(not(loom))]
     #[cold]
     fn lock_contended(&self) {
+        // A wait in goro's own lock, not a blocking call of the user's, to sysmon (the sleeps
+        // below last as long as the holder is descheduled).
+        goro_runtime::shim::lock_wait(|| self.spin_then_sleep());
+    }
+
+    #[cfg(not(loom))]
+    fn spin_then_sleep(&self) {
         const FIRST_SPIN: u32 = 32;
         const SPIN_ROUNDS: u32 = 2;
         const SLEEP: std::time::Duration = std::time::Duration::from_micros(10);

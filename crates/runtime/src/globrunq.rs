@@ -32,6 +32,12 @@ impl<T> GlobalQueue<T> {
         self.len() == 0
     }
 
+    /// Holds the queue's lock (a test's stand-in for an M descheduled while it holds it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn lock_for_test(&self) -> impl Drop + '_ {
+        self.q.lock()
+    }
+
     /// `globrunqput`.
     pub(crate) fn push(&self, item: NonNull<T>) {
         let mut q = self.q.lock();

@@ -124,6 +124,7 @@ pub use syscall::syscall;
 #[doc(hidden)]
 pub mod shim {
     pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
+    pub use crate::threads::lock_wait;
 }
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;

@@ -83,13 +83,24 @@ impl<T> Mutex<T> {
         return self.0.get_mut();
     }
 
-    /// Locks, blocking the thread.
+    /// Locks, blocking the thread; a wait for a lock that is taken shows as a wait in goro's
+    /// own locks on the P this thread holds (`threads::lock_wait`: sysmon does not take it for
+    /// a blocking call of the user's).
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         #[cfg(loom)]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
         #[cfg(not(loom))]
-        return self.0.lock();
+        return match self.0.try_lock() {
+            Some(guard) => guard,
+            None => self.lock_contended(),
+        };
+    }
+
+    #[cfg(not(loom))]
+    #[cold]
+    fn lock_contended(&self) -> MutexGuard<'_, T> {
+        crate::threads::lock_wait(|| self.0.lock())
     }
 
     /// Locks if nobody holds the lock, without waiting.

@@ -279,6 +279,8 @@ impl MCtx {
         // SAFETY: the flag lives in `self.shared`, which this M keeps alive; it is unpublished
         // by `releasep` (or replaced by the next `acquirep`) before this M lets the P go.
         unsafe { coop::set_flag(&pp.preempt) };
+        // SAFETY: as for the flag; and while this M holds the P, only it writes the counter.
+        unsafe { crate::threads::set_lock_waits(&pp.stats.lock_waits) };
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
@@ -286,6 +288,8 @@ impl MCtx {
     pub(crate) fn releasep(&self) -> Option<usize> {
         // SAFETY: null is always valid.
         unsafe { coop::set_flag(std::ptr::null()) };
+        // SAFETY: null is always valid.
+        unsafe { crate::threads::set_lock_waits(std::ptr::null()) };
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
         self.shared.ps[p].put_core(core);

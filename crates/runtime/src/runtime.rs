@@ -117,8 +117,9 @@ impl Builder {
     /// its poll, instead of through [`syscall`](crate::syscall())) keeps its M; once its thread
     /// has slept in the kernel for most of a time slice, its P's queued Gs move to another M,
     /// and a line on stderr names the G's spawn location. A G that computes is never taken for
-    /// a blocked one, nor is one whose thread sleeps for moments (a page fault). With `false`,
-    /// the Gs behind it wait, as on a single-threaded executor.
+    /// a blocked one, nor is one whose thread sleeps for moments (a page fault) or waits for
+    /// one of goro's own locks. With `false`, the Gs behind it wait, as on a single-threaded
+    /// executor.
     ///
     /// ```
     /// let rt = goro::Builder::new().handoff_blocked(false).build().unwrap();
@@ -392,8 +393,8 @@ impl Runtime {
         self.shared.spawn(future, Location::caller())
     }
 
-    /// The scheduler state (loom models look inside it).
-    #[cfg(loom)]
+    /// The scheduler state (loom models and unit tests look inside it).
+    #[cfg(any(loom, test))]
     pub(crate) fn shared(&self) -> &StdArc<Shared> {
         &self.shared
     }

@@ -279,8 +279,15 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     if stuck >= TIME_SLICE / 2 {
                         // Unknown (no /proc) counts as asleep: then every stuck poll is handed
                         // off, as before Linux could be asked.
+                        let waits = pp.stats.lock_waits.load(Relaxed);
                         let look = crate::threads::look_at(pp.tid.load(Relaxed));
-                        s.naps.look(look.unwrap_or(Look::Asleep { busy: None }), now);
+                        let look = if waits & 1 == 1 || pp.stats.lock_waits.load(Relaxed) != waits {
+                            // In (or through) a wait for one of goro's own locks.
+                            Look::Awake
+                        } else {
+                            look.unwrap_or(Look::Asleep { busy: None })
+                        };
+                        s.naps.look(look, waits, now);
                     }
                     if s.naps.blocked {
                         if stuck >= BLOCKED_POLL
@@ -330,23 +337,29 @@ impl Seen {
 /// ([`Look::Asleep`]), so the time it slept in between is exact: the time passed minus its time
 /// on a CPU and waiting for one. A look that finds it awake says nothing exact, and only clears
 /// the verdict (a blocked thread that is running now is not blocked).
+///
+/// Sleeps in goro's own locks are not the user's blocking calls either (main spawning Gs waits
+/// for the global queue's lock while the M that holds it is descheduled): a look during one
+/// counts as awake, and a measurement over a span in which the thread waited for one is void
+/// (the P's `lock_waits` moved; see `threads::lock_wait`).
 #[derive(Clone, Copy, Default)]
 struct Naps {
-    /// The look that began the current measurement: when, and the thread's busy time then.
-    from: Option<(Instant, Option<Duration>)>,
+    /// The look that began the current measurement: when, the thread's busy time then, and
+    /// its P's `lock_waits`.
+    from: Option<(Instant, Option<Duration>, u64)>,
     /// The verdict of the last measurement over a time slice, until a look finds the thread
     /// awake.
     blocked: bool,
 }
 
 impl Naps {
-    fn look(&mut self, look: Look, now: Instant) {
+    fn look(&mut self, look: Look, lock_waits: u64, now: Instant) {
         let Look::Asleep { busy } = look else {
             self.blocked = false;
             return;
         };
-        let Some((from, busy0)) = self.from else {
-            self.from = Some((now, busy));
+        let Some((from, busy0, lock_waits0)) = self.from else {
+            self.from = Some((now, busy, lock_waits));
             return;
         };
         let span = now - from;
@@ -358,8 +371,8 @@ impl Naps {
             (Some(b0), Some(b)) => b.saturating_sub(b0),
             _ => Duration::ZERO,
         };
-        self.blocked = span.saturating_sub(ran) * 2 >= span;
-        self.from = Some((now, busy));
+        self.blocked = lock_waits == lock_waits0 && span.saturating_sub(ran) * 2 >= span;
+        self.from = Some((now, busy, lock_waits));
     }
 }
 
@@ -467,4 +480,36 @@ fn report_long_poll(sh: &Shared, goid: u64, stuck: Duration) {
             stuck.as_secs()
         )
     });
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::time::Duration;
+
+    /// The other way CI's main, spawning 100 000 Gs on a loaded machine, can sleep, made
+    /// certain: the global queue's lock is held by an M that the OS descheduled (here a thread
+    /// that holds it for 300 ms). Main's thread sleeps in that lock, which is goro's own, not a
+    /// blocking call of the user's: no P is handed off. Before `threads::lock_wait`, this was
+    /// taken for a blocked poll every time.
+    #[test]
+    fn a_poll_waiting_for_goros_own_lock_is_not_a_blocked_one() {
+        let rt = crate::Builder::new().max_procs(2).build().unwrap();
+        let sh = rt.shared().clone();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _q = sh.global.lock_for_test();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        held_rx.recv().unwrap();
+        rt.block_on(async {
+            // More than a ring holds, in one poll: the overflow goes to the global queue.
+            for _ in 0..10_000 {
+                drop(crate::go(async {}));
+            }
+        });
+        holder.join().unwrap();
+        let m = rt.metrics();
+        assert_eq!(m.blocked_polls, 0, "a wait for goro's own lock was taken for a blocked poll: {m:?}");
+    }
 }
