@@ -27,6 +27,13 @@ column, so before and after are measured in one run, interleaved with the peers.
 The per-round lines go to stderr (`round 2/5 W4: goro=146.2  kanal=190.5 ...`); keep them
 (`2> rounds.log`) and `--from-log rounds.log` prints the table (and `--svg` draws the chart)
 again from them without running anything.
+
+This 2-vCPU machine has two modes: a cache line moves between the CPUs in about 40 ns at times
+and about 220 ns at others, and rows whose threads share lines (W1 most of all) follow it
+(benches/floor/handoff_modes.rs). So each measurement is bracketed by one sample of that cost,
+logged as `modes 2/5 W4: goro=fast kanal=slow ...` (`fast` under 100 ns before and after,
+`slow` over, `mixed` otherwise), and the table's last column gives goro / best peer over the
+rounds where both were measured in the same mode (with how many rounds that was).
 """
 import argparse
 import json
@@ -116,6 +123,31 @@ def run_rust(bench, group, system, units, root=ROOT):
     return median_ns / units
 
 
+HANDOFF_PROBE = ROOT / "target" / "handoff_modes"
+# Between the machine's two modes (about 40 and 220 ns per hand-over).
+FAST_MODE_NS = 100.0
+
+
+def build_handoff_probe():
+    src = ROOT / "benches" / "floor" / "handoff_modes.rs"
+    subprocess.run(["rustc", "-O", str(src), "-o", str(HANDOFF_PROBE)], check=True)
+
+
+def handoff_ns():
+    """One sample of what a cache line costs to move between the two CPUs right now."""
+    out = subprocess.run([str(HANDOFF_PROBE), "0"], capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
+def measured_in_mode(measure):
+    """Runs `measure()` between two samples of the machine's mode; returns (its result, mode)."""
+    before = handoff_ns()
+    result = measure()
+    after = handoff_ns()
+    fast = [ns < FAST_MODE_NS for ns in (before, after)]
+    return result, "fast" if all(fast) else "slow" if not any(fast) else "mixed"
+
+
 def run_go(go, prog):
     out = subprocess.run(
         [go, "run", f"./{prog}", "-runs", "9"], cwd=ROOT / "benches" / "go", env=env(),
@@ -130,19 +162,23 @@ def run_go(go, prog):
 def parse_log(path):
     """The results of an earlier run from its per-round stderr lines: ((id, system) -> [ns],
     rounds, Go versions)."""
-    results, rounds, gos = {}, 0, set()
+    results, modes, rounds, gos = {}, {}, 0, set()
     for line in Path(path).read_text().splitlines():
-        if not line.startswith("round "):
+        kind = line.split(" ", 1)[0]
+        if kind not in ("round", "modes"):
             continue
         head, _, rest = line.partition(": ")
         _, frac, wid = head.split()
         rounds = max(rounds, int(frac.split("/")[0]))
         for tok in rest.split():
-            sys_, _, ns = tok.partition("=")
-            results.setdefault((wid, sys_), []).append(float(ns))
+            sys_, _, v = tok.partition("=")
+            if kind == "modes":
+                modes.setdefault((wid, sys_), []).append(v)
+                continue
+            results.setdefault((wid, sys_), []).append(float(v))
             if sys_.startswith("go1"):
                 gos.add(sys_)
-    return results, rounds, sorted(gos)
+    return results, modes, rounds, sorted(gos)
 
 
 def svg_chart(path, wls, med, gov, date):
@@ -200,12 +236,13 @@ def main():
     only = set(filter(None, args.only.split(",")))
     wls = [w for w in WORKLOADS if not only or w[0] in only]
     if args.from_log:
-        results, args.rounds, gov = parse_log(args.from_log)
+        results, modes, args.rounds, gov = parse_log(args.from_log)
         wls = [w for w in wls if (w[0], "goro") in results or any((w[0], s) in results for s in w[5])]
-        render(args, wls, results, gov)
+        render(args, wls, results, gov, modes)
         return
     gos = {} if args.no_go else find_gos()
     subprocess.run(["cargo", "bench", "--no-run", "-q"] + bench_package(), cwd=ROOT, check=True)
+    build_handoff_probe()
     ids = {b: criterion_ids(b) for b in sorted({w[1] for w in wls})}
     base_ids = {}
     if base:
@@ -216,22 +253,42 @@ def main():
             if f"{group}/{s}" not in ids[bench]:
                 print(f"{wid}: benches/{bench}.rs has no row {group}/{s}; skipped", file=sys.stderr)
     results = {}  # (id, system) -> [ns]
+    modes = {}  # (id, system) -> ["fast" | "slow" | "mixed"], one per round
+
+    def record(wid, system, measure):
+        ns, mode = measured_in_mode(measure)
+        results.setdefault((wid, system), []).append(ns)
+        modes.setdefault((wid, system), []).append(mode)
+
     for r in range(args.rounds):
         for (wid, bench, group, prog, units, systems) in wls:
             present = [s for s in systems if f"{group}/{s}" in ids[bench]]
             for s in present:
-                results.setdefault((wid, s), []).append(run_rust(bench, group, s, units))
+                record(wid, s, lambda: run_rust(bench, group, s, units))
                 if s == "goro" and f"{group}/goro" in base_ids.get(bench, ()):
-                    results.setdefault((wid, "goro_base"), []).append(run_rust(bench, group, s, units, base))
+                    record(wid, "goro_base", lambda: run_rust(bench, group, s, units, base))
             for v, go in sorted(gos.items()):
-                results.setdefault((wid, v), []).append(run_go(go, prog))
+                record(wid, v, lambda: run_go(go, prog))
             shown = present + (["goro_base"] if (wid, "goro_base") in results else []) + sorted(gos)
             line = "  ".join(f"{s}={results[(wid, s)][-1]:.1f}" for s in shown)
             print(f"round {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
-    render(args, wls, results, sorted(gos))
+            line = "  ".join(f"{s}={modes[(wid, s)][-1]}" for s in shown)
+            print(f"modes {r + 1}/{args.rounds} {wid}: {line}", file=sys.stderr)
+    render(args, wls, results, sorted(gos), modes)
 
 
-def render(args, wls, results, gov):
+def same_mode_ratio(results, modes, wid, a, b):
+    """Median of a / b over the rounds where both were measured in the same (unmixed) mode, and
+    how many rounds that was; None where the log has no modes or no such round."""
+    ma, mb = modes.get((wid, a)), modes.get((wid, b))
+    if not ma or not mb:
+        return None
+    pairs = zip(results[(wid, a)], ma, results[(wid, b)], mb)
+    ratios = [x / y for x, m, y, n in pairs if m == n and m != "mixed"]
+    return (statistics.median(ratios), len(ratios)) if ratios else None
+
+
+def render(args, wls, results, gov, modes):
     """Prints the Markdown table of medians (and writes the chart if asked)."""
     med = {k: statistics.median(v) for k, v in results.items()}
     # One column per Rust peer seen in any selected workload, in order of first appearance; a
@@ -243,6 +300,7 @@ def render(args, wls, results, gov):
     # The best peer is the fastest of every other system on the row: each Rust peer and each Go.
     head = ["row", "goro"] + (["goro_base"] if has_base else []) + rust_peers + gov + ["goro / best peer"]
     head += [f"goro / {v}" for v in gov] + (["goro / goro_base"] if has_base else [])
+    head += ["goro / best peer, same mode (rounds)"] if modes else []
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (wid, bench, group, prog, units, systems) in wls:
@@ -258,6 +316,9 @@ def render(args, wls, results, gov):
         cells += [f"{g / peers[best]:.2f}× ({best})" if g is not None and best else ""]
         cells += [f"{g / peers[v]:.2f}×" if g is not None else "" for v in gov]
         cells += [f"{g / b:.2f}×" if g is not None and b else ""] if has_base else []
+        if modes:
+            same = same_mode_ratio(results, modes, wid, "goro", best) if g is not None and best else None
+            cells += [f"{same[0]:.2f}× ({same[1]})" if same else ""]
         print("| " + " | ".join(cells) + " |")
     print(f"\nns per unit, median of {args.rounds} interleaved rounds; GORO_MAXPROCS=GOMAXPROCS=2, tokio 2 workers.")
     if any(w[0] in ("W4", "W6", "W7") for w in wls):

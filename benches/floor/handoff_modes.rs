@@ -8,7 +8,9 @@
 //! vCPUs close or far apart). Every row whose Gs share a cache line across the two Ms follows
 //! it: W1 (one counter and one `Arc` count per G, touched by the spawner and by the M running
 //! the G) took 11-12 ms per run in one criterion process and 21-24 ms in the next, at every
-//! build. Compare such rows only within one mode. Not a cargo target; run it by hand:
+//! build. Compare such rows only within one mode: `benches/compare.py` takes one sample (`0` as
+//! the only argument prints one number) before and after each measurement and reports each
+//! row's ratio over the rounds measured in the same mode. Not a cargo target; by hand:
 //!
 //! ```sh
 //! rustc -O benches/floor/handoff_modes.rs -o /tmp/handoff_modes && /tmp/handoff_modes 30 250
@@ -44,6 +46,11 @@ fn main() {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().unwrap());
     let secs = args.next().unwrap_or(30);
     let period = Duration::from_millis(args.next().unwrap_or(250));
+    if secs == 0 {
+        // One sample (what benches/compare.py takes around each measurement).
+        println!("{:.1}", sample(200_000));
+        return;
+    }
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(secs) {
         let at = start.elapsed();
