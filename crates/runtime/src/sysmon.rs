@@ -297,7 +297,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                         {
                             acted = true;
                         }
-                    } else if stuck >= LONG_POLL && !s.reported_long {
+                    } else if stuck >= LONG_POLL && !s.reported_long && !s.naps.asleep {
                         s.reported_long = true;
                         report_long_poll(sh, pp.stats.curgoid.load(Relaxed), stuck);
                     }
@@ -336,7 +336,8 @@ impl Seen {
 /// Between two looks that find the thread asleep, Linux's accounts are settled
 /// ([`Look::Asleep`]), so the time it slept in between is exact: the time passed minus its time
 /// on a CPU and waiting for one. A look that finds it awake says nothing exact, and only clears
-/// the verdict (a blocked thread that is running now is not blocked).
+/// the verdict (a blocked thread that is running now is not blocked); where Linux keeps no
+/// accounts, it also starts the measurement again, so that only "asleep at every look" counts.
 ///
 /// Sleeps in goro's own locks are not the user's blocking calls either (main spawning Gs waits
 /// for the global queue's lock while the M that holds it is descheduled): a look during one
@@ -350,12 +351,21 @@ struct Naps {
     /// The verdict of the last measurement over a time slice, until a look finds the thread
     /// awake.
     blocked: bool,
+    /// Whether the last look found the thread asleep (a poll that sleeps is not reported as a
+    /// long computation).
+    asleep: bool,
 }
 
 impl Naps {
     fn look(&mut self, look: Look, lock_waits: u64, now: Instant) {
+        self.asleep = matches!(look, Look::Asleep { .. });
         let Look::Asleep { busy } = look else {
             self.blocked = false;
+            if matches!(self.from, Some((_, None, _))) {
+                // Without accounts nothing says how long it was awake: start again (the rule
+                // before Linux's accounts were read, "asleep at every look").
+                self.from = None;
+            }
             return;
         };
         let Some((from, busy0, lock_waits0)) = self.from else {

@@ -24,38 +24,83 @@ pub(crate) enum Look {
 /// The state is what tells a blocked poll from a computing one. goro once judged by
 /// `schedstat`'s run and run-queue times alone, and took computing threads for blocked ones on
 /// a loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when
-/// the thread gets a CPU again, so a thread that waited for one looked asleep meanwhile. Read
-/// around a sleeping state, though, `schedstat` is exact: a thread asleep has had its last run
-/// and its last wait accounted (it got a CPU, then gave it up), and if the account is the same
-/// before and after the state was read, the thread did not run in between. Between two such
-/// looks, the time it spent asleep is the time passed minus what `busy` grew by: sysmon
-/// measures a poll's sleep that way (see `sysmon::Naps`) rather than assume that a thread
-/// asleep at two looks slept all along.
+/// the thread gets a CPU again, so a thread that waited for one looked asleep meanwhile. A
+/// sleeping thread's accounts are settled, though: its last wait for a CPU was added when it
+/// got one, and its CPU time stops. So the look reads the thread's CPU clock (exact even while
+/// it runs, unlike `schedstat`'s run time, which moves at scheduler ticks) and `schedstat`,
+/// then the state, then both again: a sleeping state between equal readings is a settled
+/// look. Equal CPU clocks also rule out a thread that shows a sleeping state while it is still
+/// on its CPU (about to sleep, or spinning in a kernel lock such as `brk`'s). Between two
+/// settled looks, the time the thread spent asleep is the time passed minus what `busy` grew
+/// by: sysmon measures a poll's sleep that way (see `sysmon::Naps`) rather than assume that a
+/// thread asleep at two looks slept all along.
 pub(crate) fn look_at(tid: u32) -> Option<Look> {
     if tid == 0 {
         return None;
     }
-    let before = schedstat(tid);
+    let before = accounts(tid);
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
     let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
     if !matches!(state, 'S' | 'D') {
         return Some(Look::Awake);
     }
-    Some(match (before, schedstat(tid)) {
-        (Some(b), Some(a)) if a == b => Look::Asleep { busy: Some(Duration::from_nanos(b[0].saturating_add(b[1]))) },
-        // It got a CPU between the reads: awake for this look.
+    Some(match (before, accounts(tid)) {
+        (Some(b), Some(a)) if a == b => Look::Asleep { busy: Some(b.busy()) },
+        // It ran between the readings: awake for this look.
         (Some(_), Some(_)) => Look::Awake,
         _ => Look::Asleep { busy: None },
     })
 }
 
-/// Thread `tid`'s `schedstat`: nanoseconds on a CPU, nanoseconds waiting for one, and the number
-/// of times it got one.
-fn schedstat(tid: u32) -> Option<[u64; 3]> {
+/// What Linux has accounted of a thread: nanoseconds on a CPU, nanoseconds waiting for one, and
+/// the number of times it got one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Accounts {
+    cpu: u64,
+    run_delay: u64,
+    pcount: u64,
+}
+
+impl Accounts {
+    fn busy(self) -> Duration {
+        Duration::from_nanos(self.cpu.saturating_add(self.run_delay))
+    }
+}
+
+/// Thread `tid`'s accounts: its CPU clock, and `schedstat`'s wait for a CPU and count of runs.
+/// `None` where Linux keeps no such accounts (no `schedstat`, or one that reads all zeros,
+/// as kernels without schedstats and delay accounting print).
+fn accounts(tid: u32) -> Option<Accounts> {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
     let mut fields = s.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
-    Some([fields.next()??, fields.next()??, fields.next()??])
+    let (run, run_delay, pcount) = (fields.next()??, fields.next()??, fields.next()??);
+    if pcount == 0 {
+        return None;
+    }
+    Some(Accounts { cpu: thread_cpu_ns(tid).unwrap_or(run), run_delay, pcount })
+}
+
+/// Thread `tid`'s CPU clock (Linux's per-thread `CLOCK_SCHED` clock, what
+/// `pthread_getcpuclockid` gives for a `pthread_t`), in nanoseconds.
+#[cfg(all(target_os = "linux", not(loom)))]
+fn thread_cpu_ns(tid: u32) -> Option<u64> {
+    // The kernel's clock id for "thread `tid`'s scheduler CPU time" (`MAKE_THREAD_CPUCLOCK(tid,
+    // CPUCLOCK_SCHED)` in include/linux/posix-timers.h): the id inverted, shifted past 3 bits
+    // that say per-thread (4) and which clock (2).
+    let clock = (!(tid as libc::clockid_t) << 3) | 6;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable `timespec`; an unknown clock id (a thread that exited)
+    // makes the call fail with EINVAL, and writes nothing.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    u64::try_from(ts.tv_sec).ok()?.checked_mul(1_000_000_000)?.checked_add(u64::try_from(ts.tv_nsec).ok()?)
+}
+
+#[cfg(not(all(target_os = "linux", not(loom))))]
+fn thread_cpu_ns(_tid: u32) -> Option<u64> {
+    None
 }
 
 /// Waits for a lock of goro's own: the contended path of the runtime's mutexes (the `shim`
@@ -73,10 +118,17 @@ pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
             // SAFETY: published by `set_lock_waits` for the P this thread holds, valid until this
             // thread lets the P go, which it cannot do while it waits here.
             let waits = unsafe { &*waits };
+            /// Ends the wait even if `wait` unwinds: an odd count left behind would read as a
+            /// wait forever, and the P would never be handed off again.
+            struct Done<'a>(&'a AtomicU64);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    crate::p::bump(self.0, 1);
+                }
+            }
             crate::p::bump(waits, 1);
-            let r = wait();
-            crate::p::bump(waits, 1);
-            return r;
+            let _done = Done(waits);
+            return wait();
         }
     }
     wait()
@@ -164,4 +216,69 @@ impl Drop for OwnThread {
 pub(crate) fn own_threads() -> Vec<u32> {
     let own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
     own.as_ref().map_or_else(Vec::new, |m| m.keys().copied().collect())
+}
+
+#[cfg(all(test, not(loom), target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{mpsc, Arc};
+    use std::time::Instant;
+
+    /// A thread parked in the kernel is a settled look whose accounts do not move while it
+    /// sleeps; a thread that computes is never found asleep, and its CPU clock moves.
+    #[test]
+    fn a_sleeping_thread_is_settled_and_a_computing_one_awake() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let threads: Vec<_> = [false, true]
+            .into_iter()
+            .map(|computes| {
+                let (stop, tid_tx) = (stop.clone(), tid_tx.clone());
+                std::thread::spawn(move || {
+                    tid_tx.send((computes, current_tid())).unwrap();
+                    while !stop.load(SeqCst) {
+                        if computes {
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::park();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let (mut sleeper, mut spinner) = (0, 0);
+        for _ in 0..2 {
+            match tid_rx.recv().unwrap() {
+                (false, tid) => sleeper = tid,
+                (true, tid) => spinner = tid,
+            }
+        }
+        // Until the sleeper has parked (a look during its start-up finds it running).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let first = loop {
+            match look_at(sleeper).expect("Linux has /proc") {
+                Look::Asleep { busy: Some(b) } => break b,
+                _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                other => panic!("the parked thread never looked asleep: {other:?}"),
+            }
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(look_at(sleeper), Some(Look::Asleep { busy: Some(first) }), "its accounts moved while it slept");
+        let cpu = thread_cpu_ns(spinner).expect("a thread's CPU clock");
+        for _ in 0..100 {
+            assert_eq!(look_at(spinner), Some(Look::Awake), "a computing thread looked asleep");
+        }
+        // It moves whenever the thread gets a CPU (on a loaded machine, not at every look).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while thread_cpu_ns(spinner).unwrap() == cpu {
+            assert!(Instant::now() < deadline, "the computing thread's CPU clock stood still");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, SeqCst);
+        for t in threads {
+            t.thread().unpark();
+            t.join().unwrap();
+        }
+    }
 }
