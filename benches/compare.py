@@ -33,7 +33,10 @@ and about 220 ns at others, and rows whose threads share lines (W1 most of all) 
 (benches/floor/handoff_modes.rs). So each measurement is bracketed by one sample of that cost,
 logged as `modes 2/5 W4: goro=fast kanal=slow ...` (`fast` under 100 ns before and after,
 `slow` over, `mixed` otherwise), and the table's last column gives goro / best peer over the
-rounds where both were measured in the same mode (with how many rounds that was).
+rounds where both were measured in the same mode (with how many rounds that was). The samples
+see the ends of a measurement only: the mode can change and change back in between (a W1 round
+tagged `slow` at both ends ran at the fast mode's cost), so the column is a check on the
+median's ratio, not a replacement for it; most rounds come out `mixed` when the mode flips often.
 """
 import argparse
 import json
