@@ -209,22 +209,15 @@ fn blocking_calls_on_both_ends_in_gs_1p() {
     });
 }
 
-/// Item 4: on a loaded machine, Gs (and main) that compute for hundreds of milliseconds, or
-/// whose threads the OS deschedules, are not taken for blocked ones: no P is handed off, no
-/// thread is added. They used to be, whenever Linux's schedstat lagged behind a thread that
-/// waited for a CPU.
-#[test]
-fn computing_threads_are_not_taken_for_blocked_ones() {
-    let _w = watchdog("computing_threads_are_not_taken_for_blocked_ones", LIMIT);
-    // More busy threads than cores: the runtime's threads wait for CPUs a good part of the time.
-    let _busy = BusyThreads::start(3);
+/// Two Gs and main run `work` at once on 2 Ps, `rounds` times; then no P may have been handed
+/// off and no thread added (item 4's rule: a computing thread is not a blocked one).
+fn assert_computing_is_not_blocked(rounds: usize, work: fn()) {
     let rt = rt(2);
     let threads_before = rt.block_on(async { goro::runtime::metrics().threads });
     rt.block_on(async {
-        for _ in 0..3 {
-            let hs: Vec<_> = (0..2).map(|_| goro::go(async { spin_for(300 * MS) })).collect();
-            // Main computes too.
-            spin_for(300 * MS);
+        for _ in 0..rounds {
+            let hs: Vec<_> = (0..2).map(|_| goro::go(async move { work() })).collect();
+            work();
             for h in hs {
                 h.await.unwrap();
             }
@@ -235,37 +228,36 @@ fn computing_threads_are_not_taken_for_blocked_ones() {
     assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
 }
 
+/// Item 4: on a loaded machine, Gs (and main) that compute for hundreds of milliseconds, or
+/// whose threads the OS deschedules, are not taken for blocked ones: no P is handed off, no
+/// thread is added. They used to be, whenever Linux's schedstat lagged behind a thread that
+/// waited for a CPU.
+#[test]
+fn computing_threads_are_not_taken_for_blocked_ones() {
+    let _w = watchdog("computing_threads_are_not_taken_for_blocked_ones", LIMIT);
+    // More busy threads than cores: the runtime's threads wait for CPUs a good part of the time.
+    let _busy = BusyThreads::start(3);
+    assert_computing_is_not_blocked(3, || spin_for(300 * MS));
+}
+
 /// Item 4 again, CI's way: a poll that computes for hundreds of milliseconds but sleeps in the
-/// kernel for moments now and then (CI saw main spawning 100 000 Gs: `brk` waiting on the
-/// address space's lock behind the other threads' page faults) is not a blocked one. It used
-/// to be, whenever two of sysmon's looks, 10 ms apart, both fell in such a moment: "asleep at
-/// every look" was taken for "asleep all along", a P was handed off and a thread added.
+/// kernel for moments now and then (CI saw it happen to main spawning 100 000 Gs; a probe of
+/// that loop finds its thread asleep in `brk` at times, behind the other threads' page faults)
+/// is not a blocked one. It used to be, whenever two of sysmon's looks, 10 ms apart, both fell
+/// in such a moment: "asleep at every look" was taken for "asleep all along", a P was handed
+/// off and a thread added.
 #[test]
 fn computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones() {
     let _w = watchdog("computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones", LIMIT);
     // A quarter of the time asleep, in short sleeps: far from a blocked thread, but a look
     // lands in a sleep one time in four.
-    fn compute_with_naps(d: Duration) {
+    assert_computing_is_not_blocked(2, || {
         let start = Instant::now();
-        while start.elapsed() < d {
+        while start.elapsed() < 400 * MS {
             spin_for(MS);
             std::thread::sleep(MS / 3);
         }
-    }
-    let rt = rt(2);
-    let threads_before = rt.block_on(async { goro::runtime::metrics().threads });
-    rt.block_on(async {
-        for _ in 0..2 {
-            let hs: Vec<_> = (0..2).map(|_| goro::go(async { compute_with_naps(400 * MS) })).collect();
-            compute_with_naps(400 * MS);
-            for h in hs {
-                h.await.unwrap();
-            }
-        }
     });
-    let m = rt.metrics();
-    assert_eq!(m.blocked_polls, 0, "a computing G that naps was taken for a blocked one: {m:?}");
-    assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
 }
 
 /// Item 5: a G computes (no yield point) while main sleeps, at 2 Ps, wherever that G lands,
