@@ -123,8 +123,8 @@ pub use syscall::syscall;
 /// `loom.rs` re-exports these). Not part of the public API.
 #[doc(hidden)]
 pub mod shim {
+    pub use crate::loom::lock_wait;
     pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
-    pub use crate::threads::lock_wait;
 }
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;

@@ -280,7 +280,7 @@ impl MCtx {
         // by `releasep` (or replaced by the next `acquirep`) before this M lets the P go.
         unsafe { coop::set_flag(&pp.preempt) };
         // SAFETY: as for the flag; and while this M holds the P, only it writes the counter.
-        unsafe { crate::threads::set_lock_waits(&pp.stats.lock_waits) };
+        unsafe { crate::loom::set_lock_waits(&pp.stats.lock_waits) };
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
@@ -289,7 +289,7 @@ impl MCtx {
         // SAFETY: null is always valid.
         unsafe { coop::set_flag(std::ptr::null()) };
         // SAFETY: null is always valid.
-        unsafe { crate::threads::set_lock_waits(std::ptr::null()) };
+        unsafe { crate::loom::set_lock_waits(std::ptr::null()) };
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
         self.shared.ps[p].put_core(core);

@@ -105,7 +105,7 @@ pub(crate) struct PStats {
     /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
     pub(crate) syscalltick: AtomicU64,
     /// Twice the waits for goro's own locks by the thread holding this P, plus one while it
-    /// waits (see `threads::lock_wait`): sysmon does not count those as a blocked poll.
+    /// waits (see `loom::lock_wait`): sysmon does not count those as a blocked poll.
     pub(crate) lock_waits: AtomicU64,
     /// Gs in `PCore::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts
     /// them).

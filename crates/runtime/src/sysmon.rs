@@ -342,7 +342,7 @@ impl Seen {
 /// Sleeps in goro's own locks are not the user's blocking calls either (main spawning Gs waits
 /// for the global queue's lock while the M that holds it is descheduled): a look during one
 /// counts as awake, and a measurement over a span in which the thread waited for one is void
-/// (the P's `lock_waits` moved; see `threads::lock_wait`).
+/// (the P's `lock_waits` moved; see `loom::lock_wait`).
 #[derive(Clone, Copy, Default)]
 struct Naps {
     /// The look that began the current measurement: when, the thread's busy time then, and
@@ -499,7 +499,7 @@ mod tests {
     /// The other way CI's main, spawning 100 000 Gs on a loaded machine, can sleep, made
     /// certain: the global queue's lock is held by an M that the OS descheduled (here a thread
     /// that holds it for 300 ms). Main's thread sleeps in that lock, which is goro's own, not a
-    /// blocking call of the user's: no P is handed off. Before `threads::lock_wait`, this was
+    /// blocking call of the user's: no P is handed off. Before `loom::lock_wait`, this was
     /// taken for a blocked poll every time.
     #[test]
     fn a_poll_waiting_for_goros_own_lock_is_not_a_blocked_one() {

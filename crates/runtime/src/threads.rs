@@ -2,7 +2,6 @@
 //! asleep in the kernel and for how long (sysmon's test for a blocked poll), and which threads
 //! are goro's own (the deadlock census of `checkdead`).
 
-use crate::loom::AtomicU64;
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
@@ -101,56 +100,6 @@ fn thread_cpu_ns(tid: u32) -> Option<u64> {
 #[cfg(not(all(target_os = "linux", not(loom))))]
 fn thread_cpu_ns(_tid: u32) -> Option<u64> {
     None
-}
-
-/// Waits for a lock of goro's own: the contended path of the runtime's mutexes (the `shim`
-/// that every goro crate locks with) and of the channels' lock. While `wait` runs, the P this
-/// thread holds says so in its `lock_waits` (odd while waiting, one more when done), for
-/// sysmon: the thread may sleep there for as long as the lock's holder is descheduled, which on
-/// a loaded machine is milliseconds, and that is no blocking call of the user's (see
-/// `sysmon::Naps`). Two stores to the P's counters, and only once the lock was found taken.
-#[inline]
-pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
-    #[cfg(not(loom))]
-    {
-        let waits = LOCK_WAITS.try_with(std::cell::Cell::get).unwrap_or(std::ptr::null());
-        if !waits.is_null() {
-            // SAFETY: published by `set_lock_waits` for the P this thread holds, valid until this
-            // thread lets the P go, which it cannot do while it waits here.
-            let waits = unsafe { &*waits };
-            /// Ends the wait even if `wait` unwinds: an odd count left behind would read as a
-            /// wait forever, and the P would never be handed off again.
-            struct Done<'a>(&'a AtomicU64);
-            impl Drop for Done<'_> {
-                fn drop(&mut self) {
-                    crate::p::bump(self.0, 1);
-                }
-            }
-            crate::p::bump(waits, 1);
-            let _done = Done(waits);
-            return wait();
-        }
-    }
-    wait()
-}
-
-#[cfg(not(loom))]
-thread_local! {
-    /// The `lock_waits` counter of the P this thread holds, or null.
-    static LOCK_WAITS: std::cell::Cell<*const AtomicU64> = const { std::cell::Cell::new(std::ptr::null()) };
-}
-
-/// Publishes `waits` as the `lock_waits` counter of the P this thread holds (null: none).
-///
-/// # Safety
-/// `waits` stays valid until it is replaced by another call on this thread (the `Shared` that
-/// owns the P outlives the M holding it), and only this thread writes it meanwhile (it holds
-/// the P).
-pub(crate) unsafe fn set_lock_waits(waits: *const AtomicU64) {
-    #[cfg(not(loom))]
-    let _ = LOCK_WAITS.try_with(|c| c.set(waits));
-    #[cfg(loom)]
-    let _ = waits;
 }
 
 /// The calling thread's kernel id on Linux (0 elsewhere), cached per thread: Ms publish it in
