@@ -285,9 +285,9 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                             // In (or through) a wait for one of goro's own locks.
                             Look::Awake
                         } else {
-                            look.unwrap_or(Look::Asleep { busy: None })
+                            look.unwrap_or(Look::Asleep { busy: None, at: Instant::now() })
                         };
-                        s.naps.look(look, waits, now);
+                        s.naps.look(look, waits);
                     }
                     if s.naps.blocked {
                         if stuck >= BLOCKED_POLL
@@ -357,9 +357,12 @@ struct Naps {
 }
 
 impl Naps {
-    fn look(&mut self, look: Look, lock_waits: u64, now: Instant) {
+    fn look(&mut self, look: Look, lock_waits: u64) {
         self.asleep = matches!(look, Look::Asleep { .. });
-        let Look::Asleep { busy } = look else {
+        // Timed by the look itself: sysmon's round clock was off by however long sysmon was
+        // descheduled before it looked, and that counted as sleep (a computing main that naps
+        // was handed off on a loaded machine, 1 run in 20).
+        let Look::Asleep { busy, at: now } = look else {
             self.blocked = false;
             if matches!(self.from, Some((_, None, _))) {
                 // Without accounts nothing says how long it was awake: start again (the rule

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What one look at a thread of this process found (sysmon's test for a blocked poll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,8 +13,9 @@ pub(crate) enum Look {
     Awake,
     /// Asleep in the kernel (state `S` or `D`: in a blocking call, waiting for a lock, for I/O,
     /// for a page) all through the look. `busy` is the thread's time on a CPU plus its time
-    /// waiting for one, since it started; `None` where Linux does not keep that account.
-    Asleep { busy: Option<Duration> },
+    /// waiting for one, since it started, as of `at`; `None` where Linux does not keep that
+    /// account.
+    Asleep { busy: Option<Duration>, at: Instant },
 }
 
 /// Looks at thread `tid` of this process; `None` where `/proc/self/task/<tid>/stat` cannot be
@@ -38,6 +39,10 @@ pub(crate) fn look_at(tid: u32) -> Option<Look> {
         return None;
     }
     let before = accounts(tid);
+    // Between the readings: a settled look's accounts hold all through them, so this instant
+    // is exact for them, where the caller's clock may be off by however long the caller was
+    // descheduled before it looked (sysmon is, on a loaded machine).
+    let at = Instant::now();
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
     let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
@@ -45,10 +50,10 @@ pub(crate) fn look_at(tid: u32) -> Option<Look> {
         return Some(Look::Awake);
     }
     Some(match (before, accounts(tid)) {
-        (Some(b), Some(a)) if a == b => Look::Asleep { busy: Some(b.busy()) },
+        (Some(b), Some(a)) if a == b => Look::Asleep { busy: Some(b.busy()), at },
         // It ran between the readings: awake for this look.
         (Some(_), Some(_)) => Look::Awake,
-        _ => Look::Asleep { busy: None },
+        _ => Look::Asleep { busy: None, at },
     })
 }
 
@@ -172,7 +177,6 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::{mpsc, Arc};
-    use std::time::Instant;
 
     /// A thread parked in the kernel is a settled look whose accounts do not move while it
     /// sleeps; a thread that computes is never found asleep, and its CPU clock moves.
@@ -207,13 +211,17 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(30);
         let first = loop {
             match look_at(sleeper).expect("Linux has /proc") {
-                Look::Asleep { busy: Some(b) } => break b,
+                Look::Asleep { busy: Some(b), .. } => break b,
                 _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
                 other => panic!("the parked thread never looked asleep: {other:?}"),
             }
         };
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(look_at(sleeper), Some(Look::Asleep { busy: Some(first) }), "its accounts moved while it slept");
+        let again = look_at(sleeper);
+        assert!(
+            matches!(again, Some(Look::Asleep { busy: Some(b), .. }) if b == first),
+            "its accounts moved while it slept: {again:?}"
+        );
         let cpu = thread_cpu_ns(spinner).expect("a thread's CPU clock");
         for _ in 0..100 {
             assert_eq!(look_at(spinner), Some(Look::Awake), "a computing thread looked asleep");
