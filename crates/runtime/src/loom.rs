@@ -138,10 +138,10 @@ pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
             struct Done<'a>(&'a AtomicU64);
             impl Drop for Done<'_> {
                 fn drop(&mut self) {
-                    bump(self.0);
+                    bump(self.0, 1);
                 }
             }
-            bump(waits);
+            bump(waits, 1);
             let _done = Done(waits);
             return wait();
         }
@@ -168,10 +168,11 @@ pub(crate) unsafe fn set_lock_waits(waits: *const AtomicU64) {
     let _ = waits;
 }
 
-/// Adds one to a counter only this thread writes (`p::bump`'s way: no read-modify-write).
-#[cfg(not(loom))]
-fn bump(c: &AtomicU64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+/// Adds to an owner-written counter without a read-modify-write instruction (the P's stats,
+/// `lock_waits` among them; `p` re-exports it).
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// A condition variable over [`Mutex`]; `wait` takes the guard by `&mut` as parking_lot does.

@@ -112,11 +112,7 @@ pub(crate) struct PStats {
     pub(crate) dead_pending: AtomicU64,
 }
 
-/// Adds to an owner-written counter without a read-modify-write instruction.
-#[inline]
-pub(crate) fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
-}
+pub(crate) use crate::loom::bump;
 
 /// Where a P's [`PCore`] waits while no M owns the P (idle, in a syscall, spare): one
 /// pointer, swapped atomically, so exactly one taker gets the core.

@@ -75,8 +75,9 @@
 //! (`entry.rs`). Replacing or deleting a value retires its slot to crossbeam-epoch, and so does
 //! replacing `read`. A load pins the thread (cheap, thread-local: inside a G's poll it only
 //! borrows the poll's pin), reads through the snapshot and clones the value before unpinning.
-//! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim.rs`). Live values are dropped when the map is
-//! dropped; retired ones when the epoch advances past every thread that could still see them.
+//! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim.rs`).
+//! Live values are dropped when the map is dropped; retired ones when the epoch advances past
+//! every thread that could still see them.
 //!
 //! # Hashing
 //!
