@@ -115,7 +115,7 @@ impl Builder {
     /// Whether sysmon hands off the P of a G that blocks its thread in plain code (default
     /// `true`). Such a G (one that calls `std::thread::sleep` or a blocking read straight in
     /// its poll, instead of through [`syscall`](crate::syscall())) keeps its M; once its thread
-    /// has slept in the kernel for most of a time slice, its P's queued Gs move to another M,
+    /// has slept in the kernel for most of two time slices, its P's queued Gs move to another M,
     /// and a line on stderr names the G's spawn location. A G that computes is never taken for
     /// a blocked one, nor is one whose thread sleeps for moments (a page fault) or waits for
     /// one of goro's own locks. With `false`, the Gs behind it wait, as on a single-threaded

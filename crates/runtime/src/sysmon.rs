@@ -13,7 +13,7 @@
 //!   waited a time slice, every running P serves it at its next schedule (`fairness_due`), as
 //!   it does every 61 ticks; ticks are not bounded in time when a G computes;
 //! - **hands off Ps stuck in a blocked poll** (`detach`): a P whose M has been inside one poll
-//!   for two time slices, asleep in the kernel for most of a time slice of it (the G called
+//!   for two time slices, asleep in the kernel for most of two time slices of it (the G called
 //!   something that blocks the thread, outside `goro::syscall`), is replaced by a spare P slot,
 //!   which gets its queued Gs, its timers and an M. The stuck M keeps the old P until its poll
 //!   returns, then turns it into a spare, and reports the G on stderr once per spawn location.
@@ -325,7 +325,8 @@ impl Seen {
 }
 
 /// How much of one poll its thread has spent asleep in the kernel, and whether that makes the
-/// poll a blocked one: asleep for at least half of a time slice's worth of looks.
+/// poll a blocked one: asleep for at least half of each of two consecutive spans of a time
+/// slice or more.
 ///
 /// It is measured, not sampled. Taking "asleep at every look" for "asleep all along" handed off
 /// computing polls whose thread sleeps for moments now and then (CI saw it happen to main
@@ -348,8 +349,11 @@ struct Naps {
     /// The look that began the current measurement: when, the thread's busy time then, and
     /// its P's `lock_waits`.
     from: Option<(Instant, Option<Duration>, u64)>,
-    /// The verdict of the last measurement over a time slice, until a look finds the thread
-    /// awake.
+    /// Consecutive measurements over a time slice that found the thread asleep for at least
+    /// half of it, until one does not or a look finds the thread awake.
+    asleep_spans: u32,
+    /// Two such measurements in a row: the poll is blocked. One alone still handed off a
+    /// computing G that naps, beside five busy threads, 1 run in 20.
     blocked: bool,
     /// Whether the last look found the thread asleep (a poll that sleeps is not reported as a
     /// long computation).
@@ -363,6 +367,7 @@ impl Naps {
         // descheduled before it looked, and that counted as sleep (a computing main that naps
         // was handed off on a loaded machine, 1 run in 20).
         let Look::Asleep { busy, at: now } = look else {
+            self.asleep_spans = 0;
             self.blocked = false;
             if matches!(self.from, Some((_, None, _))) {
                 // Without accounts nothing says how long it was awake: start again (the rule
@@ -379,12 +384,16 @@ impl Naps {
         if span < TIME_SLICE {
             return;
         }
-        // Without Linux's accounts, asleep at both ends counts as asleep all along.
+        // Without Linux's accounts at both ends, asleep at both ends counts as asleep all
+        // along; with them at one end only, the span says nothing.
         let ran = match (busy0, busy) {
-            (Some(b0), Some(b)) => b.saturating_sub(b0),
-            _ => Duration::ZERO,
+            (Some(b0), Some(b)) => Some(b.saturating_sub(b0)),
+            (None, None) => Some(Duration::ZERO),
+            _ => None,
         };
-        self.blocked = lock_waits == lock_waits0 && span.saturating_sub(ran) * 2 >= span;
+        let asleep = ran.is_some_and(|ran| span.saturating_sub(ran) * 2 >= span);
+        self.asleep_spans = if asleep && lock_waits == lock_waits0 { self.asleep_spans + 1 } else { 0 };
+        self.blocked = self.asleep_spans >= 2;
         self.from = Some((now, busy, lock_waits));
     }
 }
