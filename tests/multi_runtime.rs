@@ -138,6 +138,34 @@ fn block_on_of_another_runtime_inside_a_g() {
     drop(b);
 }
 
+/// A G of runtime A that ran `block_on` of runtime B is still A's for sysmon: a long loop
+/// after it gets A's preemption request. Before the thread's P pointers were restored, B's M
+/// cleared them when it let its P go, and A's M ran on without them until it next took a P:
+/// `should_yield` said `false` for good, and its waits for goro's locks went uncounted.
+#[test]
+fn a_g_that_ran_another_runtimes_block_on_is_still_asked_to_yield() {
+    let _w = watchdog("a_g_that_ran_another_runtimes_block_on_is_still_asked_to_yield", LIMIT);
+    let a = rt(1);
+    let b = rt(1);
+    let asked = a.block_on(async move {
+        goro::go(async move {
+            assert_eq!(b.block_on(async { goro::go(async { 7 }).await.unwrap() }), 7);
+            // sysmon asks after one time slice (10 ms); a minute is for a loaded machine.
+            let give_up = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < give_up {
+                if goro::runtime::should_yield() {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            false
+        })
+        .await
+        .unwrap()
+    });
+    assert!(asked, "a G that computed for a minute after a nested block_on was never asked to yield");
+}
+
 /// Dropping runtime B cancels its Gs, and a G of runtime A that awaits one of their handles is
 /// woken with the cancellation.
 #[test]

@@ -27,13 +27,14 @@ loom::thread_local! {
     static PREEMPT: Cell<*const AtomicBool> = Cell::new(ptr::null());
 }
 
-/// Publishes `flag` as this thread's P's preemption flag (null: holds no P).
+/// Publishes `flag` as this thread's P's preemption flag (null: holds no P); returns the one
+/// it replaces (`m::enter` puts an outer M's back when a nested `block_on` leaves).
 ///
 /// # Safety
 /// `flag` stays valid until it is replaced by another call on this thread (the `Shared` that
 /// owns the P outlives the M holding it).
-pub(crate) unsafe fn set_flag(flag: *const AtomicBool) {
-    let _ = PREEMPT.try_with(|c| c.set(flag));
+pub(crate) unsafe fn set_flag(flag: *const AtomicBool) -> *const AtomicBool {
+    PREEMPT.try_with(|c| c.replace(flag)).unwrap_or(ptr::null())
 }
 
 /// Whether the calling G should yield now because sysmon asked its P to (the flag is cleared:

@@ -155,17 +155,22 @@ thread_local! {
     static LOCK_WAITS: std::cell::Cell<*const AtomicU64> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
-/// Publishes `waits` as the `lock_waits` counter of the P this thread holds (null: none).
+/// Publishes `waits` as the `lock_waits` counter of the P this thread holds (null: none);
+/// returns the one it replaces (`m::enter` puts an outer M's back when a nested `block_on`
+/// leaves).
 ///
 /// # Safety
 /// `waits` stays valid until it is replaced by another call on this thread (the `Shared` that
 /// owns the P outlives the M holding it), and only this thread writes it meanwhile (it holds
 /// the P).
-pub(crate) unsafe fn set_lock_waits(waits: *const AtomicU64) {
+pub(crate) unsafe fn set_lock_waits(waits: *const AtomicU64) -> *const AtomicU64 {
     #[cfg(not(loom))]
-    let _ = LOCK_WAITS.try_with(|c| c.set(waits));
+    return LOCK_WAITS.try_with(|c| c.replace(waits)).unwrap_or(std::ptr::null());
     #[cfg(loom)]
-    let _ = waits;
+    {
+        let _ = waits;
+        std::ptr::null()
+    }
 }
 
 /// Adds to an owner-written counter without a read-modify-write instruction (the P's stats,

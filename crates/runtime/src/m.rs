@@ -21,7 +21,7 @@ use crate::coop;
 use crate::g::raw::{self, Who};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::idle::{PWait, Spinning, M};
-use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering::*};
+use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use crate::p::{self, PCore, P, P_DETACHED, P_RUNNING, P_SYSCALL};
 use crate::runq;
 use crate::sched::{Put, Shared};
@@ -195,15 +195,26 @@ loom::thread_local! {
     static CURRENT: Cell<*const MCtx> = Cell::new(ptr::null());
 }
 
-/// Restores the previously published context on drop.
+/// Restores the previously published context on drop, and the previous M's P pointers.
 pub(crate) struct EnterGuard {
     prev: *const MCtx,
+    /// The outer M's P's `preempt` flag and `lock_waits` counter, when this M is a `block_on`
+    /// inside one of its Gs. The inner M publishes its own P's while it holds one and nulls
+    /// them when it lets it go (`releasep`); without putting the outer ones back, the outer M
+    /// ran on with none until it next took a P: its Gs were never asked to yield again, and
+    /// their waits for goro's locks read as sleeps to sysmon.
+    prev_preempt: *const AtomicBool,
+    prev_lock_waits: *const AtomicU64,
 }
 
-/// Publishes `ctx` as the current thread's M until the guard drops.
+/// Publishes `ctx` as the current thread's M until the guard drops. It holds no P yet.
 pub(crate) fn enter(ctx: &MCtx) -> EnterGuard {
     let prev = CURRENT.with(|c| c.replace(ctx as *const MCtx));
-    EnterGuard { prev }
+    // SAFETY: null is always valid.
+    let prev_preempt = unsafe { coop::set_flag(ptr::null()) };
+    // SAFETY: null is always valid.
+    let prev_lock_waits = unsafe { crate::loom::set_lock_waits(ptr::null()) };
+    EnterGuard { prev, prev_preempt, prev_lock_waits }
 }
 
 impl Drop for EnterGuard {
@@ -211,6 +222,13 @@ impl Drop for EnterGuard {
         let prev = self.prev;
         // `try_with`: the thread may be tearing down its TLS.
         let _ = CURRENT.try_with(|c| c.set(prev));
+        // SAFETY: these were published by the outer M for the P it held when this M entered.
+        // It holds that P still: its G is the one running this M's `block_on`, and an M lets
+        // its P go only between polls (a P that sysmon detached meanwhile stays with it until
+        // the poll ends, `check_detached`). Its `Shared` is alive for as long as that M is.
+        unsafe { coop::set_flag(self.prev_preempt) };
+        // SAFETY: as above; only the outer M writes the counter, and this thread is that M.
+        unsafe { crate::loom::set_lock_waits(self.prev_lock_waits) };
     }
 }
 
