@@ -173,6 +173,29 @@ fn a_g_looping_on_ready_channel_ops_is_preempted() {
     assert!(preemptions > 0, "sysmon made no preemption request");
 }
 
+/// The same on one of the runtime's own worker threads (the G is spawned from outside, so no
+/// `block_on` thread can run it): a computing G that asks `should_yield` is asked. A worker
+/// M once took its P before it published itself, and the publication cleared the P's flag
+/// pointer: its Gs were never asked, and `sync::Map` lost its per-poll pin there.
+#[test]
+fn a_g_on_a_worker_thread_is_asked_to_yield() {
+    let _w = watchdog("a_g_on_a_worker_thread_is_asked_to_yield", LIMIT);
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move {
+        // sysmon asks after one time slice (10 ms); 30 s is for a loaded machine.
+        let give_up = Instant::now() + Duration::from_secs(30);
+        let mut asked = false;
+        while !asked && Instant::now() < give_up {
+            asked = goro::runtime::should_yield();
+            std::hint::spin_loop();
+        }
+        tx.send(asked).unwrap();
+    }));
+    let asked = rx.recv_timeout(LIMIT).expect("the G never ran");
+    assert!(asked, "a G computing on a worker thread for 30 s was never asked to yield");
+}
+
 /// `yield_now`, `select!` and the sync types are yield points too: a G looping on a `select!`
 /// with a `default` arm (never blocking) is preempted as well.
 #[test]

@@ -207,8 +207,10 @@ pub(crate) struct EnterGuard {
     prev_lock_waits: *const AtomicU64,
 }
 
-/// Publishes `ctx` as the current thread's M until the guard drops. It holds no P yet.
+/// Publishes `ctx` as the current thread's M until the guard drops. It holds no P yet: the
+/// guard clears the P pointers that `hold` publishes, for the M to publish its own.
 pub(crate) fn enter(ctx: &MCtx) -> EnterGuard {
+    debug_assert!(ctx.p().is_none(), "goro: an M entered after taking its P would run without its P's flags");
     let prev = CURRENT.with(|c| c.replace(ctx as *const MCtx));
     // SAFETY: null is always valid.
     let prev_preempt = unsafe { coop::set_flag(ptr::null()) };
@@ -249,10 +251,11 @@ pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
         h.call_on_m("on_thread_start");
     }
     let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
-    ctx.acquirep(p);
-    ctx.spinning.set(spinning == Spinning::Yes);
     {
+        // Before the P: `enter` starts the M with none published.
         let _enter = enter(&ctx);
+        ctx.acquirep(p);
+        ctx.spinning.set(spinning == Spinning::Yes);
         let found = ctx.schedule();
         debug_assert!(matches!(found, Found::Shutdown));
     }

@@ -114,8 +114,8 @@ fn loom_checkdead_vs_timer() {
                 let from = steps.fetch_add(1, SeqCst);
                 if let Some(p) = sh.pidleget() {
                     let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-                    ctx.acquirep(p);
                     let _enter = crate::m::enter(&ctx);
+                    ctx.acquirep(p);
                     crate::timer::run_timers(&*sh, 0, 10);
                     let p = ctx.releasep().expect("held");
                     sh.pidleput(p);
@@ -154,8 +154,8 @@ fn loom_checkdead_vs_g_wake() {
                 let from = steps.fetch_add(1, SeqCst);
                 let Some(p) = sh.pidleget() else { return None };
                 let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-                ctx.acquirep(p);
                 let _enter = crate::m::enter(&ctx);
+                ctx.acquirep(p);
                 w.wake();
                 let by = steps.fetch_add(1, SeqCst);
                 // The M runs what its P holds before it lets the P go.
