@@ -224,10 +224,11 @@ impl Drop for EnterGuard {
         let prev = self.prev;
         // `try_with`: the thread may be tearing down its TLS.
         let _ = CURRENT.try_with(|c| c.set(prev));
-        // SAFETY: these were published by the outer M for the P it held when this M entered.
-        // It holds that P still: its G is the one running this M's `block_on`, and an M lets
-        // its P go only between polls (a P that sysmon detached meanwhile stays with it until
-        // the poll ends, `check_detached`). Its `Shared` is alive for as long as that M is.
+        // SAFETY: these are null (no M ran on this thread before, or it held no P), or the
+        // outer M published them for the P it held when this M entered. It holds that P
+        // still: its G is the one running this M's `block_on`, and an M lets its P go only
+        // between polls (a P that sysmon detached meanwhile stays with it until the poll ends,
+        // `check_detached`). Its `Shared` is alive for as long as that M is.
         unsafe { coop::set_flag(self.prev_preempt) };
         // SAFETY: as above; only the outer M writes the counter, and this thread is that M.
         unsafe { crate::loom::set_lock_waits(self.prev_lock_waits) };
