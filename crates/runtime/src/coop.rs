@@ -124,9 +124,11 @@ pub(crate) fn at_poll_end_runtime(f: fn()) {
 }
 
 /// Asks the runtime to call `f` on this thread when the poll now running ends (a G's poll, or
-/// the main future's), or before the G enters [`syscall`](crate::syscall). Returns `false`,
-/// and arranges nothing, off the runtime's threads, or if another function is already
-/// registered for this poll. Not part of the stable API.
+/// the main future's), or sooner: before the G enters [`syscall`](crate::syscall), or when the
+/// first poll on this thread ends inside a `block_on` of another runtime that the G calls (the
+/// state is the thread's, and that runtime's Gs share it). Returns `false`, and arranges
+/// nothing, off the runtime's threads, or if another function is already registered for this
+/// poll. Not part of the stable API.
 ///
 /// For thread-local state that is cheap to keep across the operations of one poll but must not
 /// outlive it: `goro::sync::Map` keeps its thread pinned in crossbeam-epoch for a whole poll
