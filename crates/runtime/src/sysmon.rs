@@ -289,7 +289,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                         };
                         s.naps.look(look, waits);
                     }
-                    if s.naps.blocked {
+                    if s.naps.blocked() {
                         if stuck >= BLOCKED_POLL
                             && s.preempted
                             && sh.config.handoff_blocked
@@ -352,15 +352,18 @@ struct Naps {
     /// Consecutive measurements over a time slice that found the thread asleep for at least
     /// half of it, until one does not or a look finds the thread awake.
     asleep_spans: u32,
-    /// Two such measurements in a row: the poll is blocked. One alone still handed off a
-    /// computing G that naps, beside five busy threads, 1 run in 20.
-    blocked: bool,
     /// Whether the last look found the thread asleep (a poll that sleeps is not reported as a
     /// long computation).
     asleep: bool,
 }
 
 impl Naps {
+    /// Two measurements in a row found the thread asleep: the poll is blocked. One alone still
+    /// handed off a computing G that naps, beside five busy threads, 1 run in 20.
+    fn blocked(&self) -> bool {
+        self.asleep_spans >= 2
+    }
+
     fn look(&mut self, look: Look, lock_waits: u64) {
         self.asleep = matches!(look, Look::Asleep { .. });
         // Timed by the look itself: sysmon's round clock was off by however long sysmon was
@@ -368,7 +371,6 @@ impl Naps {
         // was handed off on a loaded machine, 1 run in 20).
         let Look::Asleep { busy, at: now } = look else {
             self.asleep_spans = 0;
-            self.blocked = false;
             if matches!(self.from, Some((_, None, _))) {
                 // Without accounts nothing says how long it was awake: start again (the rule
                 // before Linux's accounts were read, "asleep at every look").
@@ -393,7 +395,6 @@ impl Naps {
         };
         let asleep = ran.is_some_and(|ran| span.saturating_sub(ran) * 2 >= span);
         self.asleep_spans = if asleep && lock_waits == lock_waits0 { self.asleep_spans + 1 } else { 0 };
-        self.blocked = self.asleep_spans >= 2;
         self.from = Some((now, busy, lock_waits));
     }
 }
