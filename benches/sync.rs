@@ -14,8 +14,9 @@
 //!   counts the 4 tasks themselves (main `add(4)`s, each task `done()`s once at its end), so main's
 //!   `wait` returns when all 4 are through; each task adds its pair count to a shared atomic before
 //!   its last `done()`, and main checks 1_000_000 after the wait (an early wake-up shows).
-//!   Unit: one pair. Rows: `goro` (`goro::sync::WaitGroup`), `tokio_notify` ([`NotifyWaitGroup`]:
-//!   an `AtomicUsize` counter plus a `tokio::sync::Notify`, written here; tokio has no wait group).
+//!   Unit: one pair. Rows: `goro` (`goro::sync::WaitGroup`), `tokio_notify` (`NotifyWaitGroup`
+//!   of `common/notify_wg.rs`: an `AtomicUsize` counter plus a `tokio::sync::Notify`; tokio has
+//!   no wait group).
 //! - W10 `mutex_contended`: 4 tasks each increment a `u64` under one mutex 250_000 times; main
 //!   checks the counter is 1_000_000. Unit: one increment. Rows: `goro` (`goro::sync::Mutex`,
 //!   `lock().await`), `tokio_mutex` (`tokio::sync::Mutex`), `parking_lot` (`parking_lot::Mutex`,
@@ -61,7 +62,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -81,6 +81,7 @@ const MAP_TASKS: u64 = 2;
 #[path = "common/mod.rs"]
 mod common;
 use common::exec::{group, row, Exec, Goro, Runtimes, Tokio};
+use common::notify_wg::NotifyWaitGroup;
 use common::signal::Signal;
 
 /// How one run ends: every task reports once, with two counts of what it did (e.g. hits and
@@ -142,37 +143,18 @@ impl BenchWaitGroup for goro::sync::WaitGroup {
     }
 }
 
-/// The wait group a tokio user writes: a counter and a `Notify` that the `done()` bringing the
-/// counter to zero fires for every waiter.
-struct NotifyWaitGroup {
-    count: AtomicUsize,
-    zero: tokio::sync::Notify,
-}
-
 impl BenchWaitGroup for NotifyWaitGroup {
     fn new() -> Self {
-        NotifyWaitGroup { count: AtomicUsize::new(0), zero: tokio::sync::Notify::new() }
+        NotifyWaitGroup::new()
     }
     fn add(&self, n: usize) {
-        self.count.fetch_add(n, Ordering::AcqRel);
+        NotifyWaitGroup::add(self, n);
     }
     fn done(&self) {
-        match self.count.fetch_sub(1, Ordering::AcqRel) {
-            0 => panic!("negative wait group counter"),
-            1 => self.zero.notify_waiters(),
-            _ => {}
-        }
+        NotifyWaitGroup::done(self);
     }
-    async fn wait(&self) {
-        loop {
-            // Register before checking: a `notify_waiters` after the check wakes this waiter.
-            let mut notified = pin!(self.zero.notified());
-            notified.as_mut().enable();
-            if self.count.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            notified.await;
-        }
+    fn wait(&self) -> impl Future<Output = ()> + Send + '_ {
+        NotifyWaitGroup::wait(self)
     }
 }
 

@@ -8,13 +8,17 @@
 //! cargo run --release -p goro-benches --example w9_timeline -- 40   # runs of each system
 //! ```
 //!
-//! Both run W9 as `benches/sync.rs` does: goro's main is the `block_on` future, tokio's main a
-//! task spawned on its 2-worker runtime.
+//! Both run W9 as `benches/sync.rs` does, with its wait groups (tokio's is the bench's own,
+//! `benches/common/notify_wg.rs`): goro's main is the `block_on` future, tokio's main a task
+//! spawned on its 2-worker runtime.
 
-use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "../common/notify_wg.rs"]
+mod notify_wg;
+
+use notify_wg::NotifyWaitGroup;
 
 const TASKS: usize = 4;
 const PAIRS: usize = 250_000;
@@ -85,46 +89,26 @@ fn goro_run(rt: &goro::Runtime) -> Run {
     })
 }
 
-/// The wait group of `benches/sync.rs`'s `tokio_notify` row.
-struct NotifyWaitGroup {
-    count: AtomicUsize,
-    zero: tokio::sync::Notify,
-}
-
-impl NotifyWaitGroup {
-    fn done(&self) {
-        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.zero.notify_waiters();
-        }
-    }
-}
-
 fn tokio_run(rt: &tokio::runtime::Runtime) -> Run {
     rt.block_on(async {
         tokio::spawn(async {
             let spans = Arc::new(Mutex::new(Vec::new()));
             let t0 = Instant::now();
-            let wg = Arc::new(NotifyWaitGroup { count: AtomicUsize::new(TASKS), zero: tokio::sync::Notify::new() });
+            let wg = Arc::new(NotifyWaitGroup::new());
+            wg.add(TASKS);
             for _ in 0..TASKS {
                 let (wg, spans) = (wg.clone(), spans.clone());
                 tokio::spawn(async move {
                     timed(t0, &spans, || {
                         for _ in 0..PAIRS {
-                            wg.count.fetch_add(1, Ordering::AcqRel);
+                            wg.add(1);
                             wg.done();
                         }
                     });
                     wg.done();
                 });
             }
-            loop {
-                let mut notified = pin!(wg.zero.notified());
-                notified.as_mut().enable();
-                if wg.count.load(Ordering::Acquire) == 0 {
-                    break;
-                }
-                notified.await;
-            }
+            wg.wait().await;
             let total = t0.elapsed();
             let spans = spans.lock().unwrap().clone();
             Run { total, spans }
