@@ -4,10 +4,10 @@
 //! # Ownership and lifetimes
 //!
 //! - A value lives in a [`Slot`], never mutated once published into an entry. The entry owns
-//!   the slot its `p` points to. An entry's *first* value lives in a slot inside the entry's own
-//!   allocation (`first`), so that a new key costs one allocation, not two; every later value
-//!   gets a heap slot of its own, created by [`Unpublished`]. `p` never points back at `first`
-//!   once it has left it.
+//!   the slot its `p` points to. An entry's *first* value lives in a slot inside the entry
+//!   (`first`), so that a new key costs no allocation of its own (entries are carved from their
+//!   shard's blocks, `slab.rs`); every later value gets a heap slot of its own, created by
+//!   [`Unpublished`]. `p` never points back at `first` once it has left it.
 //! - A slot that is swapped or CASed *out* of `p` is owned by the thread whose atomic operation
 //!   removed it; that thread retires it through its epoch [`Guard`] at once, and may keep
 //!   reading it (and hand out a `&'g Slot`) for as long as that guard lives. Retiring the
@@ -16,11 +16,12 @@
 //!   the value in place and then that count.
 //! - An entry is shared, counted by [`EntryRef`]s (an `Arc` without a weak count), between the
 //!   `read` tables and the `dirty` map. It is dropped when its last `EntryRef` goes, which frees
-//!   the slot still in `p` immediately. That is sound because a reader can only reach an entry
-//!   through a table it holds (a `read` snapshot, kept alive by its guard, or the `dirty` map
-//!   under the lock) or through an `EntryRef` it cloned, and every borrow of the current slot is
-//!   tied to the borrow of the entry: while anyone can still read that slot, the entry is alive.
-//!   An entry exists only behind `EntryRef`s ([`EntryRef::new`] is its one constructor,
+//!   the slot still in `p` immediately and gives back the entry's count of its block. That is
+//!   sound because a reader can only reach an entry through a table it holds (a `read`
+//!   snapshot, kept alive by its guard, or the `dirty` map under the lock) or through an
+//!   `EntryRef` it cloned, and every borrow of the current slot is tied to the borrow of the
+//!   entry: while anyone can still read that slot, the entry is alive.
+//!   An entry exists only behind `EntryRef`s ([`EntryRef::carve`] is its one constructor,
 //!   and nothing moves an entry out of them), so the inline slot never moves; the operations
 //!   that retire a slot are methods of `EntryRef`, so a retirement's count is a clone of one.
 //!
@@ -29,6 +30,7 @@
 //! that compares a pointer it loaded under the same guard has no ABA problem.
 
 use super::reclaim::{Guard, Reclaim, Tracked};
+use super::slab::{Block, Slab};
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering::*, UntrackedUnsafeCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -130,17 +132,20 @@ pub(super) struct Entry<V> {
     p: AtomicPtr<Slot<V>>,
     /// The `EntryRef`s (and `FirstSlot`s) that own the entry.
     refs: AtomicUsize,
-    /// The first value's slot. Initialized by `new`; it holds a live value while `p` points at
-    /// it, and after that until the [`FirstSlot`] retired for it is collected (or until
-    /// `into_value` takes the value out of an entry nobody else saw). Written only through the
-    /// cell's pointer, by whoever drops or moves that value, once; otherwise only read.
+    /// The block the entry was carved from, of which it owns one count (`slab.rs`), given back
+    /// when the entry is dropped.
+    block: NonNull<Block<V>>,
+    /// The first value's slot. Initialized by `carve`; it holds a live value while `p` points at
+    /// it, and after that until the [`FirstSlot`] retired for it is collected. Written only
+    /// through the cell's pointer, by whoever drops that value, once; otherwise only read.
     first: UntrackedUnsafeCell<MaybeUninit<Slot<V>>>,
 }
 
 // SAFETY: an entry is an atomic pointer to an immutable slot and possibly the inline slot, read
 // by reference from any thread (so `V: Sync`) and dropped or moved out on whichever thread
-// removes or collects it (so `V: Send`); the one write to `first` after `new` is its drop or
-// move, made once by the thread that owns the value then (see `first`).
+// removes or collects it (so `V: Send`); the one write to `first` after `carve` is its drop,
+// made once by the thread that owns the value then (see `first`). `block` is only used to give
+// back a count of the block, an atomic operation, on whichever thread drops the entry.
 unsafe impl<V: Send + Sync> Sync for Entry<V> {}
 // SAFETY: as for `Sync`: moving an entry moves its values, which are `Send`.
 unsafe impl<V: Send> Send for Entry<V> {}
@@ -150,19 +155,6 @@ impl<V> Entry<V> {
     #[inline(always)]
     fn first_slot(&self) -> *mut Slot<V> {
         self.first.get().cast()
-    }
-
-    /// Takes the value back out of an entry that no other thread has seen (one built before
-    /// locking for a key that turned out to be present), and frees the entry. The value is read
-    /// out in place: moving the entry would move the inline slot away from where `p` points.
-    pub(super) fn into_value(mut this: EntryRef<V>) -> V {
-        let e = this.get_mut().expect("sync.Map: an unpublished entry was shared");
-        let p = e.p.swap(ptr::null_mut(), Relaxed);
-        assert!(p == e.first_slot(), "sync.Map: an unpublished entry without its first value");
-        // SAFETY: the entry was never shared and `p` still pointed at the inline slot, so it
-        // holds the first value, owned by this entry alone. The swap left `p` nil, so the
-        // entry's drop will not touch `first` again: the value is moved out once.
-        unsafe { ptr::read(p) }.value
     }
 
     /// Go's `load`: the current value, if any.
@@ -467,9 +459,8 @@ impl<V> Reclaim for FirstSlot<V> {
 }
 
 /// A counted reference to an [`Entry`]: what the tables hold and operations keep. It is `Arc`
-/// without the weak count, which no entry needs: with it, an entry with a `u64` value took a
-/// 48-byte malloc chunk (32 bytes of object), without it 32 (24), a third less memory for every
-/// key of a map.
+/// without the weak count, which no entry needs (an entry with a `u64` value is 32 bytes, its
+/// block pointer included; with a weak count it would be 40).
 pub(super) struct EntryRef<V> {
     ptr: NonNull<Entry<V>>,
     /// Owns an `Entry` (for drop check and variance).
@@ -483,15 +474,16 @@ unsafe impl<V> Send for EntryRef<V> where Entry<V>: Send + Sync {}
 unsafe impl<V> Sync for EntryRef<V> where Entry<V>: Send + Sync {}
 
 impl<V> EntryRef<V> {
-    /// A new entry holding `value`, in a slot of the entry's own allocation. The only way to
-    /// make an entry: every entry lives behind `EntryRef`s.
-    pub(super) fn new(value: V) -> EntryRef<V> {
-        let e = Entry {
+    /// A new entry holding `value` in its inline slot, carved from `slab` (the shard's, under
+    /// its lock). The only way to make an entry: every entry lives behind `EntryRef`s.
+    pub(super) fn carve(slab: &mut Slab<V>, value: V) -> EntryRef<V> {
+        let ptr = slab.carve(|block| Entry {
             p: AtomicPtr::new(ptr::null_mut()),
             refs: AtomicUsize::new(1), // this reference
+            block,
             first: UntrackedUnsafeCell::new(MaybeUninit::new(Slot { tracked: Tracked::new(), value })),
-        };
-        let e = EntryRef { ptr: NonNull::from(Box::leak(Box::new(e))), _owns: PhantomData };
+        });
+        let e = EntryRef { ptr, _owns: PhantomData };
         // Not shared yet: whoever gets the `EntryRef` from us sees this store.
         e.p.store(e.first_slot(), Relaxed);
         e
@@ -501,16 +493,6 @@ impl<V> EntryRef<V> {
     #[cfg_attr(not(test), allow(dead_code))] // used by the invariant checks
     pub(super) fn ptr_eq(a: &EntryRef<V>, b: &EntryRef<V>) -> bool {
         a.ptr == b.ptr
-    }
-
-    /// The entry, mutably, if this is its only reference.
-    fn get_mut(&mut self) -> Option<&mut Entry<V>> {
-        // Acquire, as `Arc::get_mut`: the other references' uses happen before.
-        if self.refs.load(Acquire) != 1 {
-            return None;
-        }
-        // SAFETY: the count is one, and it is ours: nobody else can reach the entry.
-        Some(unsafe { self.ptr.as_mut() })
     }
 
     /// Gives the count up as a pointer (to be taken back by `from_raw`).
@@ -527,6 +509,29 @@ impl<V> EntryRef<V> {
     unsafe fn from_raw(p: *const Entry<V>) -> EntryRef<V> {
         // SAFETY: `into_raw` got it from a `NonNull` (this function's contract).
         EntryRef { ptr: unsafe { NonNull::new_unchecked(p.cast_mut()) }, _owns: PhantomData }
+    }
+}
+
+impl<V> EntryRef<V> {
+    /// Drops the entry, whose last count this reference held, and gives back its count of its
+    /// block (even if the value's destructor panics: the block would leak).
+    #[cold]
+    fn drop_entry(&mut self) {
+        /// Gives the count back when dropped.
+        struct Release<V>(NonNull<Block<V>>);
+        impl<V> Drop for Release<V> {
+            fn drop(&mut self) {
+                // SAFETY: the entry owned this count, and is dropped (or being unwound out of)
+                // by now; nothing uses it afterwards.
+                unsafe { Block::release(self.0, 1) }
+            }
+        }
+        let e = self.ptr.as_ptr();
+        // SAFETY: that was the last count: nobody else can reach the entry, which was written
+        // into its block by `carve` and is dropped here once; its room is not reused.
+        let _release = Release(unsafe { (*e).block });
+        // SAFETY: as above.
+        unsafe { ptr::drop_in_place(e) };
     }
 }
 
@@ -558,9 +563,7 @@ impl<V> Drop for EntryRef<V> {
         // AcqRel, as `Arc`'s Release decrement and Acquire fence: every use of the entry
         // through another reference happens before the last one frees it.
         if self.refs.fetch_sub(1, AcqRel) == 1 {
-            // SAFETY: that was the last count: nobody else can reach the entry, which came from
-            // `Box::leak` in `new`.
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+            self.drop_entry();
         }
     }
 }

@@ -70,11 +70,14 @@
 //!
 //! # Memory
 //!
-//! Values live in slots, immutable once stored: an entry's first value inside the entry's own
-//! allocation (so a new key costs one allocation), every later one in a heap slot of its own
-//! (`entry.rs`). Replacing or deleting a value retires its slot to crossbeam-epoch, and so does
-//! replacing `read`. A load pins the thread (cheap, thread-local: inside a G's poll it only
-//! borrows the poll's pin), reads through the snapshot and clones the value before unpinning.
+//! Values live in slots, immutable once stored: an entry's first value inside the entry, every
+//! later one in a heap slot of its own (`entry.rs`). A shard carves its new entries in order
+//! from blocks of 16 (`slab.rs`), under its lock: a new key costs a sixteenth of an allocation,
+//! and its entry lands next to the previous one rather than wherever the allocator's free lists
+//! point. A block is freed with its last entry. Replacing or deleting a value retires its slot
+//! to crossbeam-epoch, and so does replacing `read`. A load pins the thread (cheap,
+//! thread-local: inside a G's poll it only borrows the poll's pin), reads through the snapshot
+//! and clones the value before unpinning.
 //! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim.rs`).
 //! Live values are dropped when the map is dropped; retired ones when the epoch advances past
 //! every thread that could still see them.
@@ -91,6 +94,7 @@ mod entry;
 mod hash;
 mod reclaim;
 mod sharded;
+mod slab;
 mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -99,11 +103,13 @@ mod walk;
 pub use self::sharded::Map;
 
 use self::dropping::DropAll;
-use self::entry::{Entry, EntryRef, LoadOrStore, Slot, Unpublished};
+use self::entry::{EntryRef, LoadOrStore, Slot, Unpublished};
 use self::hash::Hashing;
 use self::reclaim::{Guard, LockScope, Reclaim, Reclaimer, Tracked};
+use self::slab::Slab;
 use self::table::{Place, Table};
 use crate::loom::{lock_as_syscall, Arc, AtomicBool, AtomicPtr, Mutex, MutexGuard, Ordering::*};
+use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
@@ -121,23 +127,20 @@ struct DirtyCopy<K, V, S> {
     deleted: Garbage<K, V>,
 }
 
-/// What a store offers to the locked section: its value as it is, in a slot of its own (a
-/// `swap` whose entry in `read` turned out expunged), or (for a key that was not in `read`) an
-/// entry already built around it, which no other thread has seen.
+/// What a store offers to the locked section: its value as it is, or in a slot of its own (a
+/// `swap` whose entry in `read` turned out expunged).
 enum Offer<V> {
     Value(V),
     Slot(Unpublished<V>),
-    Fresh(EntryRef<V>),
 }
 
 impl<V> Offer<V> {
-    /// The value, taken back out of its slot or entry (no user code runs: the value is moved,
-    /// the memory freed).
+    /// The value, taken back out of its slot (no user code runs: the value is moved, the memory
+    /// freed).
     fn into_value(self) -> V {
         match self {
             Offer::Value(v) => v,
             Offer::Slot(s) => s.into_value(),
-            Offer::Fresh(e) => Entry::into_value(e),
         }
     }
 
@@ -145,16 +148,13 @@ impl<V> Offer<V> {
     fn into_slot(self) -> Unpublished<V> {
         match self {
             Offer::Slot(s) => s,
-            other => Unpublished::new(other.into_value()),
+            Offer::Value(v) => Unpublished::new(v),
         }
     }
 
-    /// An entry holding the value.
-    fn into_entry(self) -> EntryRef<V> {
-        match self {
-            Offer::Fresh(e) => e,
-            other => EntryRef::new(other.into_value()),
-        }
+    /// A new entry holding the value, carved from the shard's slab (lock held).
+    fn into_entry(self, slab: &mut Slab<V>) -> EntryRef<V> {
+        EntryRef::carve(slab, self.into_value())
     }
 }
 
@@ -224,6 +224,8 @@ struct Dirty<K, V, S> {
     m: Option<Table<K, V, S>>,
     /// Locked lookups since `read` was last replaced by a promotion.
     misses: usize,
+    /// Where the shard's new entries are carved from (`slab.rs`).
+    slab: Slab<V>,
 }
 
 /// `mu`, held by this thread (see [`Shard::lock`]). Dereferences to what `mu` guards.
@@ -253,8 +255,9 @@ impl<K, V, S> DerefMut for Locked<'_, K, V, S> {
 pub(super) struct Shard<K, V, S> {
     /// Go's `read`: never null, an `Arc<ReadOnly>` from `Arc::into_raw`.
     read: AtomicPtr<ReadOnly<K, V, S>>,
-    /// Go's `mu`, with what it guards.
-    mu: Mutex<Dirty<K, V, S>>,
+    /// Go's `mu`, with what it guards, on cache lines of its own: every locked store writes
+    /// them, and every load reads `read`, which must not move between the cores with them.
+    mu: CachePadded<Mutex<Dirty<K, V, S>>>,
     /// The tables' hashing: `S`, or a fast keyed hash for the default `S` (see `hash.rs`).
     hash_builder: Hashing<K, S>,
     reclaim: Reclaimer,
@@ -287,7 +290,7 @@ where
         let empty = Arc::new(ReadOnly::new(Table::new(hash_builder.clone()), false));
         Shard {
             read: AtomicPtr::new(Arc::into_raw(empty).cast_mut()),
-            mu: Mutex::new(Dirty { m: None, misses: 0 }),
+            mu: CachePadded::new(Mutex::new(Dirty { m: None, misses: 0, slab: Slab::new() })),
             hash_builder,
             reclaim: Reclaimer::new(),
             map_id: 0,
@@ -470,7 +473,14 @@ where
 
     /// The dirty map, which must exist here (invariants 1 and 3).
     fn dirty_mut<'d>(l: &'d mut Locked<'_, K, V, S>) -> &'d mut Table<K, V, S> {
-        l.m.as_mut().expect("sync.Map invariant broken: an expunged entry or an amended read without a dirty map")
+        Self::dirty_and_slab(l).0
+    }
+
+    /// The dirty map, which must exist here, and the slab a new key's entry is carved from.
+    fn dirty_and_slab<'d>(l: &'d mut Locked<'_, K, V, S>) -> (&'d mut Table<K, V, S>, &'d mut Slab<V>) {
+        let d: &mut Dirty<K, V, S> = l;
+        let m = d.m.as_mut();
+        (m.expect("sync.Map invariant broken: an expunged entry or an amended read without a dirty map"), &mut d.slab)
     }
 
     /// Returns the value stored for `key`, or `None` (Go's `Load`).
@@ -533,14 +543,12 @@ where
     /// Go's `Swap`; the old value's slot is already retired and readable while `g` lives.
     fn swap_inner<'g>(&'g self, h: u64, key: K, value: V, g: &'g Guard<'_>) -> Option<&'g Slot<V>> {
         let read = self.load_read(g);
-        // As in `load_or_store`: a key absent from `read` is most likely new, and its entry (one
-        // allocation, the value inside it) is built before locking.
         let offer = match read.m.get(h, &key) {
             Some(e) => match e.try_swap(Unpublished::new(value), g) {
                 Ok(old) => return old,
                 Err(new) => Offer::Slot(new),
             },
-            None => Offer::Fresh(EntryRef::new(value)),
+            None => Offer::Value(value),
         };
 
         // Dropped after the loop, so after unlocking: a dirty copy that turned out stale or
@@ -565,10 +573,11 @@ where
             let Some(mut l) = self.amend_or_copy(l, read, &mut copy, &mut garbage) else {
                 continue; // a fresh copy is made: lock again
             };
-            match Self::dirty_mut(&mut l).place(h, &key) {
+            let (dirty, slab) = Self::dirty_and_slab(&mut l);
+            match dirty.place(h, &key) {
                 Place::Found(e) => break e.swap_locked(offer.into_slot(), g),
                 Place::Vacant(v) => {
-                    v.insert(key, offer.into_entry());
+                    v.insert(key, offer.into_entry(slab));
                     break None;
                 }
             }
@@ -593,10 +602,8 @@ where
             },
             None => (value, true),
         };
-        // A key absent from `read` is most likely new (a growing map's steady state): its entry
-        // is built now, before locking, so that the locked section only links it in.
         let seen: *const ReadOnly<K, V, S> = read;
-        let offer = if absent { Offer::Fresh(EntryRef::new(value)) } else { Offer::Value(value) };
+        let offer = Offer::Value(value);
 
         // Dropped after the loop, so after unlocking, as in `swap_inner`; and `held`, the entry
         // whose slot the result is cloned from (its current slot lives as long as it does).
@@ -620,7 +627,8 @@ where
             let Some(mut l) = self.amend_or_copy(l, read, &mut copy, &mut garbage) else {
                 continue; // a fresh copy is made: lock again
             };
-            match Self::dirty_mut(&mut l).place(h, &key) {
+            let (dirty, slab) = Self::dirty_and_slab(&mut l);
+            match dirty.place(h, &key) {
                 Place::Found(e) => {
                     let e: &EntryRef<V> = held.insert(EntryRef::clone(e));
                     let r = e.try_load_or_store(offer.into_value(), g);
@@ -628,7 +636,7 @@ where
                     break r;
                 }
                 Place::Vacant(v) => {
-                    let e: &EntryRef<V> = held.insert(offer.into_entry());
+                    let e: &EntryRef<V> = held.insert(offer.into_entry(slab));
                     // Nobody else sees the entry yet: its value is ours.
                     let stored = e.load(g).expect("a new entry holds its value");
                     v.insert(key, EntryRef::clone(e));

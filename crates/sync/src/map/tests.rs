@@ -224,6 +224,34 @@ fn drop_frees_live_values_at_once() {
     assert_eq!(live.load(Relaxed), 0);
 }
 
+/// A shard's block of entries outlives the shard's slab moving on (or the map going), and goes
+/// with the last of its entries, whichever order they are dropped in.
+#[test]
+fn a_block_is_freed_with_its_last_entry() {
+    use super::entry::EntryRef;
+    use super::slab::{Slab, BLOCK, LIVE_BLOCKS};
+    let blocks = || LIVE_BLOCKS.with(|n| n.get());
+    let (live, before) = (Arc::new(AtomicUsize::new(0)), blocks());
+    let mut slab = Slab::new();
+    let mut first: Vec<EntryRef<Counted>> =
+        (0..BLOCK as u32).map(|v| EntryRef::carve(&mut slab, Counted::new(&live, v))).collect();
+    assert_eq!(blocks() - before, 1);
+    let second = EntryRef::carve(&mut slab, Counted::new(&live, 99));
+    assert_eq!(blocks() - before, 2, "a full block makes the slab start another");
+    drop(slab);
+    assert_eq!(blocks() - before, 2, "the slab's blocks stay for their entries");
+    let last = first.remove(BLOCK / 2);
+    drop(first);
+    assert_eq!((blocks() - before, live.load(Relaxed)), (2, 2), "one entry keeps its block");
+    drop(last);
+    assert_eq!(blocks() - before, 1);
+    let again = second.clone();
+    drop(second);
+    assert_eq!(blocks() - before, 1, "a block goes with its last entry, not its first reference");
+    drop(again);
+    assert_eq!((blocks() - before, live.load(Relaxed)), (0, 0));
+}
+
 #[test]
 fn check_invariants_catches_an_expunged_entry_in_dirty() {
     let m = Map::with_one_shard();
