@@ -31,7 +31,7 @@
 //! | `load` drops its guard before cloning the value | explores_both_orders, reclaim_under_readers (use after reclamation) |
 //! | the dirty copy (made without the lock) is installed without checking that `read.m` is still the table it copied | rebuild_races_clear |
 //! | `load_or_store` of a key absent from `read` never looks in `read` again under the lock (not only while `read.m` is the table it looked in) | load_or_store_races_promotion (invariant 2: the key gets a second entry in `dirty`) |
-//! | retiring an entry's inline first value without taking a count of the entry | first_value_outlives_its_entry (the process aborts: a double free), explores_both_orders, delete_races_promotion, compare_and_swap_in_dirty, compare_and_swap_races_compare_and_delete |
+//! | retiring an entry's inline first value without taking a count of the entry | first_value_outlives_its_entry ("an entry's count went below zero": a debug assertion, since an entry's memory is its block's and outlives it), explores_both_orders, delete_races_promotion, compare_and_swap_in_dirty, compare_and_swap_races_compare_and_delete |
 
 use crate::Map;
 use loom::sync::Arc;
@@ -203,8 +203,8 @@ fn loom_map_load_or_store_new_key_one_winner() {
     );
 }
 
-/// A `load_or_store` of a key absent from `read` builds its entry before locking, and under the
-/// lock looks in `read` again only if `read.m` is no longer the table it looked in. The other
+/// A `load_or_store` of a key absent from `read` looks in `read` again under the lock only if
+/// `read.m` is no longer the table it looked in. The other
 /// side stores the same key (into `dirty`) and promotes it into a new `read.m` meanwhile: the
 /// first side must then find it there (and load it), or have stored first (and been
 /// overwritten). Either way the key is stored once, in one entry, and ends with the store's

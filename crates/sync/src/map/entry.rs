@@ -562,7 +562,11 @@ impl<V> Drop for EntryRef<V> {
     fn drop(&mut self) {
         // AcqRel, as `Arc`'s Release decrement and Acquire fence: every use of the entry
         // through another reference happens before the last one frees it.
-        if self.refs.fetch_sub(1, AcqRel) == 1 {
+        let refs = self.refs.fetch_sub(1, AcqRel);
+        // An entry dropped while still counted elsewhere is not freed memory any more (its
+        // block outlives it), so no allocator would notice the next use: this does.
+        debug_assert!(refs != 0, "sync.Map: an entry's count went below zero");
+        if refs == 1 {
             self.drop_entry();
         }
     }

@@ -16,8 +16,9 @@
 //!   is set in place (Go replaces the snapshot to set it). `read` is loaded without the lock; it
 //!   is only replaced with the lock held, and a replaced snapshot is retired to the epoch
 //!   collector (see `reclaim.rs`).
-//! - `mu` guards `dirty` (a `HashMap`, or nil) and `misses`. When `dirty` exists it holds every
-//!   non-expunged entry of `read.m` plus the keys stored since the last promotion.
+//! - `mu` guards `dirty` (a `HashMap`, or nil), `misses`, and the slab new entries are carved
+//!   from (`slab.rs`). When `dirty` exists it holds every non-expunged entry of `read.m` plus
+//!   the keys stored since the last promotion.
 //! - An entry (`entry.rs`) is an atomic pointer `p` to an immutable value slot, or nil
 //!   (deleted), or `expunged` (deleted and absent from `dirty`). The same entry object is shared
 //!   by `read.m` and `dirty`, so a store to a key present in `read` is one CAS on its entry, with

@@ -35,11 +35,11 @@ use std::hash::{BuildHasher, Hash};
 /// - Values are returned by clone (`V: Clone`): a load clones the value while the entry is
 ///   pinned; use `Arc<T>` for values that are expensive to clone. A new key's entry (the
 ///   value inside it; Go allocates the entry and boxes the value in an interface) is carved
-///   from its shard's current block of 16 entries, so a new key costs a sixteenth of an
-///   allocation; an overwrite allocates a small box for the new value. A block is freed with
-///   the last of its entries: a map whose keys are deleted at random while new ones come in
-///   can hold up to 16 times the entry memory its live keys need (Go reuses such room; this
-///   map does not).
+///   from its shard's current block of entries (16 for a `u64` value: as many as fit in 512
+///   bytes), so a new key costs a fraction of an allocation; an overwrite allocates a small
+///   box for the new value. A block is freed with the last of its entries: a map whose keys
+///   are deleted at random while new ones come in can hold up to 16 times the entry memory its
+///   live keys need (Go reuses such room; this map does not).
 /// - `K`, `V` and `S` must be `Send + 'static`: a replaced value may be dropped later, on
 ///   another thread, by the epoch collector.
 /// - `range` hands out references to a clone of each value (taken under a short pin per entry),

@@ -1,5 +1,5 @@
-//! Where entries live: [`Block`]s of [`BLOCK`] entries, handed out in order by each shard's
-//! [`Slab`] under the shard's lock.
+//! Where entries live: [`Block`]s of up to 16 entries ([`block_len`]: as many as fit in 512
+//! bytes), handed out in order by each shard's [`Slab`] under the shard's lock.
 //!
 //! # Why not one allocation per entry
 //!
@@ -11,7 +11,7 @@
 //! runs: with no entry at all 57-78 ns per key, with one `malloc` per entry 85-117, with entries
 //! carved in order from 16-entry blocks 62-70 (medians of three runs, 2026-12-06). Go's
 //! allocator carves objects from a span in address order, too. So a shard carves its entries
-//! from a block, one after the other, and allocates a block per [`BLOCK`] new keys. The block
+//! from a block, one after the other, and allocates a block per [`block_len`] new keys. The block
 //! memory is also what makes dropping a large map cheaper: its entries are freed a block at a
 //! time, not one `free` each.
 //!
@@ -21,23 +21,43 @@
 //! (a snapshot retired to the epoch collector still holds counts of them, and so does a retired
 //! first value). `live` counts the entries handed out and not yet freed, plus one while the
 //! block is a slab's current one, which keeps it from being freed while entries may still be
-//! carved from it. It starts at `BLOCK + 1`, as if every entry were handed out at once: a slab
+//! carved from it. It starts at `block_len + 1`, as if every entry were handed out at once: a slab
 //! then carves without touching the count, and gives back, when it moves on, the entries it
 //! never carved (none, if the block is full) and its own one.
 //!
-//! What this costs: a block stays allocated while any of its entries does, so a map whose keys
-//! are deleted at random can keep up to `BLOCK` times the memory its live entries need (Go's
-//! spans have the same property, but Go reuses a span's free slots; these are not reused).
+//! What this costs:
+//! - a block stays allocated while any of its entries does (or a retired first value of one,
+//!   until the epoch collector drops it), so a map whose keys are deleted at random while new
+//!   ones come in can keep up to `block_len` times the entry memory its live keys need (Go's
+//!   spans have the same property, but Go reuses a span's free room; this room is not reused);
+//! - every shard that has stored a key keeps a partly carved block for as long as it lives
+//!   (`clear` included): at most 16 entries' room, about 520 bytes for a `u64` value, so 4 KiB
+//!   for the 8 shards of a map on 2 CPUs and 33 KiB for 64 shards. Entries of 512 bytes or more
+//!   get a block each, so a large value never pays for 15 unused neighbours;
+//! - every [`block_len`]-th new key allocates its block with the shard's lock held (the entry
+//!   used to be allocated before locking); no user code runs there.
 
 use super::entry::Entry;
 use crate::loom::{AtomicUsize, Ordering::*};
-use std::mem::MaybeUninit;
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 
-/// Entries per block: 16 entries of a `u64` value make a 512-byte block.
-pub(super) const BLOCK: usize = 16;
+/// How many entries a block of `V`'s entries holds: as many as fit in 512 bytes, from 1 (an
+/// entry of 512 bytes or more is a block of its own) to 16 (a `u64` value's entry is 32 bytes).
+pub(super) const fn block_len<V>() -> usize {
+    let fit = 512 / size_of::<Entry<V>>();
+    if fit == 0 {
+        1
+    } else if fit > 16 {
+        16
+    } else {
+        fit
+    }
+}
 
-/// [`BLOCK`] entries' room, and the count that frees it.
+/// A block's header; the room for [`block_len`] entries follows it in the same allocation.
+#[repr(C)]
 pub(super) struct Block<V> {
     /// Entries carved and not freed, plus those not carved yet, plus one while it is a slab's
     /// current block (see the module docs).
@@ -46,12 +66,38 @@ pub(super) struct Block<V> {
     /// that is never freed fails the model.
     #[cfg(loom)]
     leak_check: crate::loom::Arc<()>,
-    /// Written once each, by the slab that carves them (through the block's raw pointer), and
+    /// Where the entries' room starts (an array of no fixed length: [`Block::layout`]). Each
+    /// entry is written once, by the slab that carves it (through the block's raw pointer), and
     /// from then on reached only through the `EntryRef`s of that entry.
-    entries: [MaybeUninit<Entry<V>>; BLOCK],
+    entries: [MaybeUninit<Entry<V>>; 0],
 }
 
 impl<V> Block<V> {
+    /// The header and the room for [`block_len`] entries after it.
+    fn layout() -> Layout {
+        let room = Layout::array::<Entry<V>>(block_len::<V>()).expect("sync.Map: a block of entries overflows");
+        let (layout, at) = Layout::new::<Block<V>>().extend(room).expect("sync.Map: a block of entries overflows");
+        debug_assert_eq!(at, std::mem::offset_of!(Block<V>, entries));
+        layout.pad_to_align()
+    }
+
+    /// A new block, its count at [`block_len`] + 1 (module docs).
+    fn new() -> NonNull<Block<V>> {
+        let layout = Self::layout();
+        // SAFETY: the layout has a non-zero size (the header's count, at least).
+        let Some(b) = NonNull::new(unsafe { alloc(layout) }.cast::<Block<V>>()) else { handle_alloc_error(layout) };
+        // SAFETY: the header's fields of a fresh allocation with `Block`'s layout and more;
+        // the entries' room needs no initialization (it is written as entries are carved).
+        unsafe {
+            ptr::addr_of_mut!((*b.as_ptr()).live).write(AtomicUsize::new(block_len::<V>() + 1));
+            #[cfg(loom)]
+            ptr::addr_of_mut!((*b.as_ptr()).leak_check).write(crate::loom::Arc::new(()));
+        }
+        #[cfg(all(test, not(loom)))]
+        LIVE_BLOCKS.with(|n| n.set(n.get() + 1));
+        b
+    }
+
     /// Gives back `n` counts of block `b`, and frees it if they were the last.
     ///
     /// # Safety
@@ -65,9 +111,13 @@ impl<V> Block<V> {
         // freed.
         if live.fetch_sub(n, AcqRel) == n {
             // SAFETY: those were the last counts: every entry carved from the block was dropped
-            // (each owned a count until then), and no slab carves from it any more. It came from
-            // `Box::into_raw` in `Slab::carve`; its entries need no drop (`MaybeUninit`).
-            drop(unsafe { Box::from_raw(b.as_ptr()) });
+            // (each owned a count until then), and no slab carves from it any more. The header
+            // was initialized by `new` and is dropped once, here (the entries' room holds
+            // nothing to drop); the allocation came from `new`, with this layout.
+            unsafe {
+                ptr::drop_in_place(b.as_ptr());
+                dealloc(b.as_ptr().cast(), Self::layout());
+            }
             #[cfg(all(test, not(loom)))]
             LIVE_BLOCKS.with(|n| n.set(n.get() - 1));
         }
@@ -98,37 +148,29 @@ impl<V> Slab<V> {
     /// count of its block from now on (see `Entry::block`).
     pub(super) fn carve(&mut self, entry: impl FnOnce(NonNull<Block<V>>) -> Entry<V>) -> NonNull<Entry<V>> {
         let b = match self.block {
-            Some(b) if self.carved < BLOCK => b,
+            Some(b) if self.carved < block_len::<V>() => b,
             _ => self.next_block(),
         };
         let i = self.carved;
-        self.carved += 1;
         // SAFETY: `b` is this slab's current block (it owns a count, so it is allocated), and
-        // room `i` was never carved: nobody else reaches it. The pointer keeps the provenance of
-        // `Box::into_raw`, for the whole block.
-        unsafe {
+        // room `i` (below `block_len`) was never carved: nobody else reaches it. The pointer keeps
+        // the provenance of the whole allocation (`alloc` in `Block::new`).
+        let room = unsafe {
             let room = ptr::addr_of_mut!((*b.as_ptr()).entries).cast::<Entry<V>>().add(i);
             room.write(entry(b));
             NonNull::new_unchecked(room)
-        }
+        };
+        // Counted as carved once written: had `entry` panicked, the room would still be given
+        // back as never carved.
+        self.carved += 1;
+        room
     }
 
     /// Gives the current block up (if any) and starts a new one.
     #[cold]
     fn next_block(&mut self) -> NonNull<Block<V>> {
         self.give_up();
-        let mut b = Box::<Block<V>>::new_uninit();
-        // SAFETY: a field of the fresh allocation, written before the block is assumed
-        // initialized; the entries need no initialization (`MaybeUninit`).
-        let b = unsafe {
-            ptr::addr_of_mut!((*b.as_mut_ptr()).live).write(AtomicUsize::new(BLOCK + 1));
-            #[cfg(loom)]
-            ptr::addr_of_mut!((*b.as_mut_ptr()).leak_check).write(crate::loom::Arc::new(()));
-            b.assume_init()
-        };
-        #[cfg(all(test, not(loom)))]
-        LIVE_BLOCKS.with(|n| n.set(n.get() + 1));
-        let b = NonNull::from(Box::leak(b));
+        let b = Block::new();
         self.block = Some(b);
         self.carved = 0;
         b
@@ -137,9 +179,9 @@ impl<V> Slab<V> {
     /// Gives back the slab's own count of its block and the room it never carved.
     fn give_up(&mut self) {
         if let Some(b) = self.block.take() {
-            // SAFETY: the slab owns its count and the `BLOCK - carved` counts of the room it
+            // SAFETY: the slab owns its count and the `block_len - carved` counts of the room it
             // never carved, and will carve no more from `b`.
-            unsafe { Block::release(b, BLOCK - self.carved + 1) }
+            unsafe { Block::release(b, block_len::<V>() - self.carved + 1) }
         }
     }
 }

@@ -229,7 +229,8 @@ fn drop_frees_live_values_at_once() {
 #[test]
 fn a_block_is_freed_with_its_last_entry() {
     use super::entry::EntryRef;
-    use super::slab::{Slab, BLOCK, LIVE_BLOCKS};
+    use super::slab::{block_len, Slab, LIVE_BLOCKS};
+    const BLOCK: usize = block_len::<Counted>();
     let blocks = || LIVE_BLOCKS.with(|n| n.get());
     let (live, before) = (Arc::new(AtomicUsize::new(0)), blocks());
     let mut slab = Slab::new();
@@ -250,6 +251,18 @@ fn a_block_is_freed_with_its_last_entry() {
     assert_eq!(blocks() - before, 1, "a block goes with its last entry, not its first reference");
     drop(again);
     assert_eq!((blocks() - before, live.load(Relaxed)), (0, 0));
+}
+
+/// A block is about 512 bytes of entries whatever the value's size: a large value's entry is a
+/// block of its own, not one of 16.
+#[test]
+fn a_block_holds_what_fits_in_512_bytes() {
+    use super::slab::block_len;
+    assert_eq!(block_len::<u64>(), 16);
+    assert_eq!(block_len::<String>(), 10);
+    assert_eq!(block_len::<[u8; 200]>(), 2);
+    assert_eq!(block_len::<[u8; 4096]>(), 1);
+    assert_eq!(block_len::<()>(), 16);
 }
 
 #[test]
