@@ -42,16 +42,28 @@ const KEYS: u64 = 20_000;
 /// A new key's share of its entry's block.
 const PER_KEY: u64 = KEYS / 16;
 
-/// Beyond `PER_KEY`: each shard's tables growing (a doubling is one allocation, about 15 per
-/// shard up to `KEYS`), a dirty map rebuilt after a promotion, the epoch's per-thread state. A
-/// map that allocated each entry on its own would need `KEYS` allocations, one that also boxed
-/// each value apart from its entry `2 * KEYS`.
+/// Beyond `PER_KEY`, per shard: its dirty table's first allocation and doublings, and its
+/// partly carved block. 13 at most for `2 * KEYS` keys over the 4 shards of a 1-CPU machine
+/// (4 to 16 384 buckets is 12 allocations), fewer with more shards.
+const PER_SHARD: u64 = 16;
+
+/// The map's shard count, as `Map`'s docs give it: 4 per CPU, rounded up to a power of two, at
+/// most 64.
+fn shards() -> u64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    (4 * cpus).next_power_of_two().min(64)
+}
+
+/// Beyond one box per overwrite: each shard's tables growing, a dirty map rebuilt after a
+/// promotion, the epoch's per-thread state.
 const SLACK: u64 = KEYS / 10;
 
 /// A cache that only grows (Go's first use case for `sync.Map`): `load_or_store` and `store` of
-/// new keys make one allocation per 16 keys.
+/// new keys make one allocation per 16 keys, and a few per shard as its table grows. (1 339
+/// for the first 20 000 keys on a 2-CPU machine, against a bound of 1 378 there.)
 #[test]
 fn a_new_key_costs_a_sixteenth_of_an_allocation() {
+    let bound = PER_KEY + PER_SHARD * shards();
     let m: Map<u64, u64> = Map::new();
     m.store(u64::MAX, 0); // the epoch's and the map's first-use allocations
     let n = allocs_in(|| {
@@ -59,13 +71,13 @@ fn a_new_key_costs_a_sixteenth_of_an_allocation() {
             assert_eq!(m.load_or_store(k, k), (k, false));
         }
     });
-    assert!(n <= PER_KEY + SLACK, "load_or_store of {KEYS} new keys made {n} allocations");
+    assert!(n <= bound, "load_or_store of {KEYS} new keys made {n} allocations");
     let n = allocs_in(|| {
         for k in KEYS..2 * KEYS {
             m.store(k, k);
         }
     });
-    assert!(n <= PER_KEY + SLACK, "store of {KEYS} new keys made {n} allocations");
+    assert!(n <= bound, "store of {KEYS} new keys made {n} allocations");
 }
 
 /// Loading present keys allocates nothing; overwriting one allocates its new value's box
