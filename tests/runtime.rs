@@ -1527,3 +1527,43 @@ fn main_woken_while_every_p_is_busy_waits_for_one() {
         assert_eq!(on_p, Some(0), "main was polled without a P while a G held the only one");
     });
 }
+
+/// Go's `runtime_canSpin`, which `sync::Mutex` asks before each spin round: a locker spins only
+/// while another P runs (it may be running the holder) and its own P has nothing else to run.
+/// (Before, goro asked only whether there was more than one P, so a locker spun while a G woken
+/// onto its P waited behind it.)
+#[test]
+fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
+    // A plain thread has no P to keep busy.
+    assert!(goro_runtime::can_spin());
+    // One P: nobody else can be running the holder.
+    assert!(!rt(1).block_on(async { goro_runtime::can_spin() }));
+    // Two Ps. The checks run in a G, not in main: main's future is polled on main's thread
+    // only, and the busy G below may take that thread's P for as long as it runs.
+    rt(2).block_on(async {
+        goro::go(async {
+            // Keep one P running: a G that polls a flag without yielding (it is stolen from
+            // nobody, and the G that yields to it is stolen by the other P).
+            let (started, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+            let (started2, stop2) = (started.clone(), stop.clone());
+            let busy = goro::go(async move {
+                started2.store(true, SeqCst);
+                while !stop2.load(SeqCst) {
+                    std::hint::spin_loop();
+                }
+            });
+            yield_until("the busy G runs", || started.load(SeqCst)).await;
+            // This G runs on the other P now, with nothing behind it (a spinning M may still be
+            // counted for a moment: poll).
+            yield_until("the other P runs and this one's queue is empty", goro_runtime::can_spin).await;
+            // A G made runnable on this P: spinning would keep it waiting.
+            let next = goro::go(async {});
+            assert!(!goro_runtime::can_spin(), "spun with a G waiting in runnext");
+            stop.store(true, SeqCst);
+            next.await.unwrap();
+            busy.await.unwrap();
+        })
+        .await
+        .unwrap();
+    });
+}

@@ -130,7 +130,8 @@ pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
 pub use metrics::Metrics;
 pub use panics::UnhandledPanic;
 pub use runtime::{
-    current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime,
+    can_spin, current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason,
+    Builder, Runtime,
 };
 pub use sigquit::dump_on_sigquit;
 pub use traceback::{Goroutine, GoroutineStatus};

@@ -794,3 +794,24 @@ pub fn set_wait_reason(reason: crate::g::WaitReason) {
 pub fn current_proc_index() -> Option<usize> {
     crate::m::current(|ctx| ctx.and_then(|c| c.p()))
 }
+
+/// Whether a lock that finds its lock word held should spin before it parks the G: Go's
+/// `sync_runtime_canSpin` without its count of rounds (and without the CPU count, which the
+/// caller knows). Spinning can help only if another P is running, not just looking for work (the
+/// holder may be running there), and it is worth it only while the calling G's P has nothing
+/// else to run: its local run queue, `runnext` included, is empty. `true` off goro (a plain
+/// thread, another executor) and for an M without a P, which hold no P that could run others.
+///
+/// ```
+/// assert!(goro_runtime::can_spin()); // a plain thread
+/// let rt = goro::Builder::new().max_procs(1).build().unwrap();
+/// assert!(!rt.block_on(async { goro_runtime::can_spin() })); // nobody else runs the holder
+/// ```
+pub fn can_spin() -> bool {
+    crate::m::current(|ctx| {
+        let Some(c) = ctx else { return true };
+        let Some(p) = c.p() else { return true };
+        let sh = &*c.shared;
+        sh.procs > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.ps[p].runq.is_empty()
+    })
+}

@@ -31,12 +31,14 @@
 //! poisoning).
 
 mod raw;
+mod spin;
 #[cfg(all(test, loom))]
 pub(crate) use raw::stats;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use raw::{LockOp, RawMutex, Spin};
+use raw::{LockOp, RawMutex};
+use spin::Spin;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::future::Future;
@@ -124,7 +126,8 @@ impl<T: ?Sized> Mutex<T> {
     /// unlocks when dropped (Go's `Unlock`).
     ///
     /// Fairness is Go's: usually a running locker may take the lock ahead of queued waiters (it
-    /// may spin a few hundred cycles first), but a waiter that has waited more than 1 ms switches
+    /// may spin for up to about 4 µs first, under Go's conditions: another P is running and its
+    /// own P has nothing else to run), but a waiter that has waited more than 1 ms switches
     /// the mutex to starvation mode, where the lock goes to waiters in queue order. No waiter
     /// starves.
     ///
@@ -292,45 +295,44 @@ impl<'a, T: ?Sized> Future for Lock<'a, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        if this.op.is_none() {
-            // A yield point: if sysmon asked this G to yield, do so before trying the lock
-            // (nothing is held or queued yet, so the future stays cancel-safe).
-            std::task::ready!(goro_runtime::coop::poll_proceed(cx));
-            // Go's fast path, inlined as Go's is: grab an unlocked mutex.
-            if this.lock.raw.lock_fast() {
-                return Poll::Ready(MutexGuard { lock: this.lock });
+        let lock = this.lock;
+        match &mut this.op {
+            // SAFETY: `op` is pinned inside this future (made in place by `poll_new`) and always
+            // used with this mutex.
+            Some(op) => unsafe { op.poll(&lock.raw, cx) }.map(|()| MutexGuard { lock }),
+            None => {
+                // A yield point: if sysmon asked this G to yield, do so before trying the lock
+                // (nothing is held or queued yet, so the future stays cancel-safe).
+                std::task::ready!(goro_runtime::coop::poll_proceed(cx));
+                // Go's fast path, inlined as Go's is: grab an unlocked mutex.
+                match lock.raw.lock_fast() {
+                    Ok(()) => Poll::Ready(MutexGuard { lock }),
+                    // SAFETY: `this` is pinned (we were given it so).
+                    Err(seen) => unsafe { this.poll_new(seen, cx) },
+                }
             }
         }
-        // SAFETY: `this` is pinned (we were given it so).
-        unsafe { this.poll_slow(cx) }
     }
 }
 
 impl<'a, T: ?Sized> Lock<'a, T> {
-    /// The rest of [`poll`](Future::poll): a first poll whose fast path failed spins and
-    /// competes (Go's `lockSlow`) still without a node, and makes one in place only to queue;
-    /// a later poll sees what the unlock left it.
+    /// The rest of a first [`poll`](Future::poll), whose fast path failed, having seen the state
+    /// `seen`: spin and compete (Go's `lockSlow`) still without a node, and make one in place
+    /// only to queue.
     ///
     /// # Safety
     /// `self` is pinned: it does not move until it is dropped.
     #[inline(never)]
-    unsafe fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
+    unsafe fn poll_new(&mut self, seen: usize, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         let lock = self.lock;
-        let ready = match &mut self.op {
-            // SAFETY: `op` is pinned inside this future (our caller's contract; made in place
-            // below) and always used with this mutex.
-            Some(op) => unsafe { op.poll(&lock.raw, cx) },
-            None => {
-                let mut spin = Spin::new(false);
-                if lock.raw.spin_or_take(&mut spin) {
-                    return Poll::Ready(MutexGuard { lock });
-                }
-                let op = self.op.insert(LockOp::new());
-                // SAFETY: as above: `op` was just made in place, where it stays.
-                unsafe { op.poll_first(&lock.raw, spin, cx) }
-            }
-        };
-        ready.map(|()| MutexGuard { lock })
+        let mut spin = Spin::new(false);
+        if lock.raw.spin_or_take(&mut spin, seen) {
+            return Poll::Ready(MutexGuard { lock });
+        }
+        let op = self.op.insert(LockOp::new());
+        // SAFETY: `op` was just made in place inside this pinned future (our caller's
+        // contract), where it stays, and is always used with this mutex.
+        unsafe { op.poll_first(&lock.raw, spin, cx) }.map(|()| MutexGuard { lock })
     }
 }
 

@@ -18,9 +18,9 @@
 //! pops the front waiter, counts it out of `waiters`, sets `WOKEN` and wakes it. The woken
 //! waiter does not own the lock: it competes with lockers that arrive meanwhile (barging), who
 //! are already running and usually win. A locker that finds the lock held may first spin a
-//! little (at most [`ACTIVE_SPIN`] rounds of [`SPIN_PAUSES`] pauses, and only where another
-//! thread can be running the holder: Go's `runtime_canSpin`), setting `WOKEN` if it can so that
-//! the unlock it hopes for does not also wake a waiter. A woken waiter that loses queues again
+//! little (at most [`ACTIVE_SPIN`] rounds of about 1 µs, and only where spinning can help: Go's
+//! `runtime_canSpin`; the `spin` module says when and how long), setting `WOKEN` if it can so
+//! that the unlock it hopes for does not also wake a waiter. A woken waiter that loses queues again
 //! at the *front* (Go's `queueLifo`).
 //!
 //! # Starvation mode
@@ -67,6 +67,9 @@
 //! again clears `WOKEN` and passes the wake-up on (invariant 2). One that was handed the lock
 //! unlocks it again, which hands it on in turn.
 
+use super::spin::Spin;
+#[cfg(doc)]
+use super::spin::ACTIVE_SPIN;
 use crate::loom::{AtomicUsize, Ordering::*};
 use crate::waitlist::{Locked, Node, WaitList, WAITING};
 use goro_runtime::WaitReason;
@@ -89,12 +92,6 @@ pub(super) const WAITER: usize = 1 << WAITER_SHIFT;
 /// (Go's `starvationThresholdNs`).
 #[cfg(not(loom))]
 pub(super) const STARVATION_THRESHOLD: Duration = Duration::from_millis(1);
-
-/// Spin rounds before queueing (Go's `active_spin`); one under loom, so that the models cover the
-/// spinner's `WOKEN` without multiplying their states.
-const ACTIVE_SPIN: u32 = if cfg!(loom) { 1 } else { 4 };
-/// Pause instructions per spin round (Go's `active_spin_cnt`).
-const SPIN_PAUSES: u32 = 30;
 
 /// A node's outcome: woken in normal mode, with `WOKEN` set on its behalf; it must compete.
 const WOKEN_UP: u8 = 1;
@@ -159,32 +156,44 @@ impl RawMutex {
     }
 
     /// Go's `Lock` fast path: takes an unlocked mutex (no waiters, nobody woken, normal mode)
-    /// with one CAS. [`LockOp`] takes over when it fails.
+    /// with one CAS. When it fails, the state the CAS saw is where [`spin_or_take`] starts.
+    ///
+    /// [`spin_or_take`]: RawMutex::spin_or_take
     #[inline]
-    pub(crate) fn lock_fast(&self) -> bool {
-        self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok()
+    pub(crate) fn lock_fast(&self) -> Result<(), usize> {
+        self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).map(drop)
     }
 
-    /// The part of Go's `lockSlow` loop that needs no wait-list node: while the lock is held in
-    /// normal mode and spinning can help, spin (at most [`ACTIVE_SPIN`] rounds, counted in
-    /// `spin`, until the next wake-up: a woken waiter may spin again, as in Go), setting `WOKEN`
-    /// if nobody is so that the unlock wakes
-    /// nobody; whenever the lock is free and not being handed off, compete for it. `true`: the
-    /// lock is ours (and a `WOKEN` we owned is cleared). `false`: it is held (or being handed
-    /// off) and spinning is over: the caller queues, owning `WOKEN` if `spin.awoke`.
+    /// The state word, for a lock operation that starts without one from [`lock_fast`].
+    ///
+    /// [`lock_fast`]: RawMutex::lock_fast
+    #[inline]
+    pub(crate) fn load(&self) -> usize {
+        self.state.load(Relaxed)
+    }
+
+    /// The part of Go's `lockSlow` loop that needs no wait-list node, starting from `old`, a
+    /// recent read of the state word: while the lock is held in normal mode and spinning can
+    /// help, spin (at most [`ACTIVE_SPIN`] rounds, counted in `spin`, until the next wake-up: a
+    /// woken waiter may spin again, as in Go), setting `WOKEN` if nobody is so that the unlock
+    /// wakes nobody; whenever the lock is free and not being handed off, compete for it. `true`:
+    /// the lock is ours (and a `WOKEN` we owned is cleared). `false`: it is held (or being
+    /// handed off) and spinning is over: the caller queues, owning `WOKEN` if `spin.awoke`.
     ///
     /// A `Lock` runs this before it builds its node, so a lock that a short spin wins (the
-    /// usual case under contention) never builds or drops one.
+    /// usual case under contention) never builds or drops one. It starts from the state that
+    /// the failed fast path saw rather than reading the word again: under contention the word
+    /// is usually free with waiters queued (W10: the fast path fails on 85% of its locks, and
+    /// the lock is free for all but 2% of those), and every instruction between the two RMWs is
+    /// time for the other core to take the line away (W10 against `parking_lot`,
+    /// `benches/examples/w10_probe.rs` in a build where this was a switch, medians of 5 runs of
+    /// 30 pairs: 0.97× with the second read, 0.90× without).
     #[inline]
-    pub(crate) fn spin_or_take(&self, spin: &mut Spin) -> bool {
-        let mut old = self.state.load(Relaxed);
+    pub(crate) fn spin_or_take(&self, spin: &mut Spin, mut old: usize) -> bool {
         loop {
             debug_assert!(!spin.awoke || old & WOKEN != 0, "sync: inconsistent mutex state {old:#x}");
             // Held in normal mode: spinning makes sense if the holder may be running elsewhere.
-            if old & (LOCKED | STARVING) == LOCKED
-                && spin.iter < ACTIVE_SPIN
-                && *spin.may_spin.get_or_insert_with(spinning_helps)
-            {
+            if old & (LOCKED | STARVING) == LOCKED && spin.may_spin() {
                 // Tell unlock not to wake a waiter: we are about to take the lock ourselves.
                 if !spin.awoke
                     && old & WOKEN == 0
@@ -193,8 +202,7 @@ impl RawMutex {
                 {
                     spin.awoke = true;
                 }
-                self::spin();
-                spin.iter += 1;
+                spin.round();
                 old = self.state.load(Relaxed);
                 continue;
             }
@@ -355,48 +363,6 @@ fn now() -> WaitStart {
 #[cfg(loom)]
 fn now() -> WaitStart {}
 
-/// Whether spinning can help: another thread may be running the holder right now (Go's
-/// `runtime_canSpin`: more than one CPU, and more than one P). On goro that is `max_procs() >
-/// 1`; elsewhere (plain threads, other executors) more than one CPU.
-#[cfg(not(loom))]
-fn spinning_helps() -> bool {
-    static MULTICORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *MULTICORE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-        && (goro_runtime::current_proc_index().is_none() || goro_runtime::max_procs() > 1)
-}
-
-#[cfg(loom)]
-fn spinning_helps() -> bool {
-    true
-}
-
-/// One spin round (Go's `procyield(active_spin_cnt)`). Under loom the loads between rounds are
-/// already where the model switches threads.
-#[inline]
-fn spin() {
-    if !cfg!(loom) {
-        for _ in 0..SPIN_PAUSES {
-            std::hint::spin_loop();
-        }
-    }
-}
-
-/// Go's `lockSlow` locals that outlive a spin phase: whether we own `WOKEN` (`awoke`), the
-/// spin rounds used (`iter`), and whether spinning can help (asked once per operation).
-pub(crate) struct Spin {
-    awoke: bool,
-    iter: u32,
-    may_spin: Option<bool>,
-}
-
-impl Spin {
-    /// A new lock operation's (`awoke`: false), or a woken waiter's (`awoke`: true, as Go's
-    /// `iter = 0` after a wake-up: it may spin again).
-    pub(crate) fn new(awoke: bool) -> Spin {
-        Spin { awoke, iter: 0, may_spin: None }
-    }
-}
-
 /// One lock operation: its wait-list node and what Go keeps in `Lock`'s locals. Lives inside the
 /// pinned [`Lock`](super::Lock) future (or a blocked thread's stack, through it).
 pub(crate) struct LockOp {
@@ -499,15 +465,16 @@ impl LockOp {
     /// As for [`poll`](Self::poll); the node is not queued.
     #[inline(never)]
     unsafe fn lock_slow(&mut self, m: &RawMutex, mut spin: Spin, cx: &mut Context<'_>) -> Poll<()> {
+        let mut old = m.load();
         loop {
-            if m.spin_or_take(&mut spin) {
+            if m.spin_or_take(&mut spin, old) {
                 return Poll::Ready(());
             }
             let awoke = spin.awoke;
             // Held or being handed off: queue, counting ourselves in under the list lock
             // (invariant 1).
             let mut list = m.waiters.lock();
-            let mut old = m.state.load(Relaxed);
+            old = m.state.load(Relaxed);
             while old & (LOCKED | STARVING) != 0 {
                 let mut new = old + WAITER;
                 if self.starving && old & LOCKED != 0 {
