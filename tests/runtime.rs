@@ -1540,10 +1540,14 @@ fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
     assert!(!rt(1).block_on(async { goro_runtime::can_spin() }));
     // Two Ps. The checks run in a G, not in main: main's future is polled on main's thread
     // only, and the busy G below may take that thread's P for as long as it runs.
-    rt(2).block_on(async {
+    // Sysmon must not take the busy G's P away: where it cannot see that thread computing (no
+    // `/proc`), it would count the long poll as a blocking call and hand the P over, leaving an
+    // idle spare.
+    let rt = goro::Builder::new().max_procs(2).handoff_blocked(false).build().unwrap();
+    rt.block_on(async {
         goro::go(async {
-            // Keep one P running: a G that polls a flag without yielding (it is stolen from
-            // nobody, and the G that yields to it is stolen by the other P).
+            // Keep one P running: a G that polls a flag without yielding (whichever P ends up
+            // running it, the G that yields to it is stolen by the other).
             let (started, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
             let (started2, stop2) = (started.clone(), stop.clone());
             let busy = goro::go(async move {

@@ -374,7 +374,7 @@ impl MCtx {
         }
     }
 
-    fn main_pending(&self) -> bool {
+    pub(crate) fn main_pending(&self) -> bool {
         self.main.as_ref().is_some_and(|m| m.is_notified())
     }
 

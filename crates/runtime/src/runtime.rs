@@ -799,8 +799,10 @@ pub fn current_proc_index() -> Option<usize> {
 /// `sync_runtime_canSpin` without its count of rounds (and without the CPU count, which the
 /// caller knows). Spinning can help only if another P is running, not just looking for work (the
 /// holder may be running there), and it is worth it only while the calling G's P has nothing
-/// else to run: its local run queue, `runnext` included, is empty. `true` off goro (a plain
-/// thread, another executor) and for an M without a P, which hold no P that could run others.
+/// else to run: its local run queue, `runnext` included, is empty, and, on the thread of a
+/// `block_on`, its main future has not been woken (Go would have put main in `runnext`). `true`
+/// off goro (a plain thread, another executor) and for an M without a P, which holds no P that
+/// could run others.
 ///
 /// ```
 /// assert!(goro_runtime::can_spin()); // a plain thread
@@ -812,6 +814,6 @@ pub fn can_spin() -> bool {
         let Some(c) = ctx else { return true };
         let Some(p) = c.p() else { return true };
         let sh = &*c.shared;
-        sh.procs > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.ps[p].runq.is_empty()
+        sh.procs > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.ps[p].runq.is_empty() && !c.main_pending()
     })
 }

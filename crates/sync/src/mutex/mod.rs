@@ -126,8 +126,8 @@ impl<T: ?Sized> Mutex<T> {
     /// unlocks when dropped (Go's `Unlock`).
     ///
     /// Fairness is Go's: usually a running locker may take the lock ahead of queued waiters (it
-    /// may spin for up to about 4 µs first, under Go's conditions: another P is running and its
-    /// own P has nothing else to run), but a waiter that has waited more than 1 ms switches
+    /// may spin for a few microseconds first, under Go's conditions: another P is running and
+    /// its own P has nothing else to run), but a waiter that has waited more than 1 ms switches
     /// the mutex to starvation mode, where the lock goes to waiters in queue order. No waiter
     /// starves.
     ///

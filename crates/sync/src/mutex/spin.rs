@@ -12,23 +12,26 @@
 //!
 //! # How long a round lasts
 //!
-//! Go's round is 30 `PAUSE` instructions. What that takes depends on the CPU: about 10 cycles a
-//! pause before Skylake, up to 140 since (Intel's optimization manual, "Pause Latency in Skylake
-//! Microarchitecture"), 8.6 ns on this project's VM (`rustc -O` of a loop of
-//! `std::hint::spin_loop`). So Go's round is anything from 0.1 to 2 µs.
+//! Go's round is 30 `PAUSE` instructions (on amd64; arm64's `YIELD` is much shorter). What that
+//! takes depends on the CPU: about 10 cycles a pause before Skylake, up to 140 since (Intel's
+//! optimization manual, "Pause Latency in Skylake Microarchitecture"), 8.6 ns on this project's
+//! VM (`rustc -O` of a loop of `std::hint::spin_loop`). So Go's round lasts anything from 0.1 to
+//! 2 µs on x86.
 //!
-//! A round here lasts about [`ROUND`] (1 µs): the number of pauses it takes is measured once per
-//! process, the first time a locker spins (.NET's `YieldProcessorNormalized` does the same). Why
-//! this long: at the end of each round the spinner reads the state word, which takes its cache
-//! line away from the holder, and the holder's next lock or unlock then waits for the line to
-//! come back, a cache-line transfer (40 to 220 ns on the VM). The shorter the round, the more of
-//! the holder's time goes to those transfers. On the VM, W10 (4 Gs on 2 Ps, one counter under one
-//! mutex) against `parking_lot` in the same process (`benches/examples/w10_probe.rs`, in a build
-//! where the pauses per round were a parameter; medians of 5 runs of 30 pairs): rounds of 30
-//! pauses (Go's, 0.26 µs) 0.92×; 60 pauses 0.78×; 100 pauses 0.67×; 150 pauses 0.65×; 250
-//! pauses 0.69×. What it costs: a locker spins at most about 4 µs
-//! before it queues (Go: 1 to 8 µs, by CPU), and a spinner notices a release up to one round late
-//! (a barging locker usually takes the lock in between anyway: normal mode is not FIFO).
+//! A round here lasts about [`ROUND`] (1 µs), or Go's 30 pauses where those take longer: the
+//! number of pauses is measured once per process, the first time a locker spins (.NET's
+//! `YieldProcessorNormalized` does the same). Why this long: at the end of each round the spinner
+//! reads the state word, which takes its cache line away from the holder, and the holder's next
+//! lock or unlock then waits for the line to come back, a cache-line transfer (40 to 220 ns on the
+//! VM). The shorter the round, the more of the holder's time goes to those transfers. On the VM,
+//! W10 (4 Gs on 2 Ps, one counter under one mutex) against `parking_lot` in the same process
+//! (`benches/examples/w10_probe.rs`, in a build where the pauses per round were a parameter;
+//! medians of 5 runs of 30 pairs): rounds of 30 pauses (Go's, 0.26 µs) 0.92×; 60 pauses 0.78×;
+//! 100 pauses 0.67×; 150 pauses 0.65×; 250 pauses 0.69×.
+//!
+//! What it costs: a locker spins at most about 4 µs before it queues (8 µs where 30 pauses take
+//! 2 µs, as in Go there), and a spinner notices a release up to one round late (a barging locker
+//! usually takes the lock in between anyway: normal mode is not FIFO).
 
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -113,28 +116,47 @@ fn pauses_per_round() -> u32 {
     }
 }
 
-/// Times a short run of pauses three times and keeps the fastest (the one least disturbed by
-/// an interrupt or a preemption), a few microseconds in all.
+/// Times a run of pauses three times and keeps the fastest (the one least disturbed by an
+/// interrupt or a preemption). The run grows until it lasts [`SAMPLE_FOR`], so that neither a
+/// coarse clock nor a slow clock read (a microsecond where reading the clock is a system call)
+/// decides the result. About 10 µs in all here, once.
 #[cfg(not(loom))]
 fn measure_pauses_per_round() -> u32 {
-    const SAMPLE: u32 = 64;
-    let fastest = (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..SAMPLE {
-                std::hint::spin_loop();
-            }
-            start.elapsed()
-        })
-        .min()
-        .unwrap_or(Duration::ZERO);
-    pauses_for(fastest, SAMPLE)
+    let mut sample: u32 = 64;
+    loop {
+        let fastest = (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                for _ in 0..sample {
+                    std::hint::spin_loop();
+                }
+                start.elapsed()
+            })
+            .min()
+            .unwrap_or(Duration::ZERO);
+        if fastest >= SAMPLE_FOR || sample >= MAX_SAMPLE {
+            return pauses_for(fastest, sample);
+        }
+        sample *= 4;
+    }
 }
 
-/// How many pauses last [`ROUND`] if `sample` of them took `took`, within the bounds.
+/// How long a timed run of pauses should last.
+#[cfg(not(loom))]
+const SAMPLE_FOR: Duration = Duration::from_micros(2);
+
+/// The longest timed run: 65 536 pauses, 20 µs where a pause takes 0.3 ns.
+#[cfg(not(loom))]
+const MAX_SAMPLE: u32 = 1 << 16;
+
+/// How many pauses last [`ROUND`] if `sample` of them took `took`, within the bounds; Go's
+/// [`MIN_PAUSES`] if the clock did not move (it tells nothing then).
 #[cfg(not(loom))]
 fn pauses_for(took: Duration, sample: u32) -> u32 {
-    let per_round = ROUND.as_nanos() * u128::from(sample) / took.as_nanos().max(1);
+    if took.is_zero() {
+        return MIN_PAUSES;
+    }
+    let per_round = ROUND.as_nanos() * u128::from(sample) / took.as_nanos();
     per_round.clamp(u128::from(MIN_PAUSES), u128::from(MAX_PAUSES)) as u32
 }
 
@@ -148,9 +170,10 @@ mod tests {
         assert_eq!(pauses_for(Duration::from_nanos(550), 64), 116);
         // Skylake-class pauses (about 45 ns): Go's 30, not fewer.
         assert_eq!(pauses_for(Duration::from_nanos(64 * 45), 64), MIN_PAUSES);
-        // A pause that costs nothing, or a clock that did not move: bounded.
+        // A pause that costs next to nothing: bounded.
         assert_eq!(pauses_for(Duration::from_nanos(10), 64), MAX_PAUSES);
-        assert_eq!(pauses_for(Duration::ZERO, 64), MAX_PAUSES);
+        // A clock that did not move tells nothing: Go's count.
+        assert_eq!(pauses_for(Duration::ZERO, MAX_SAMPLE), MIN_PAUSES);
     }
 
     #[test]
