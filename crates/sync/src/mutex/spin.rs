@@ -116,24 +116,27 @@ fn pauses_per_round() -> u32 {
     }
 }
 
-/// Times a run of pauses three times and keeps the fastest (the one least disturbed by an
-/// interrupt or a preemption). The run grows until it lasts [`SAMPLE_FOR`], so that neither a
-/// coarse clock nor a slow clock read (a microsecond where reading the clock is a system call)
-/// decides the result. About 10 µs in all here, once.
+/// Times runs of pauses on the clock (see [`measure`]). About 10 µs in all here, once.
 #[cfg(not(loom))]
 fn measure_pauses_per_round() -> u32 {
+    measure(|sample| {
+        let start = Instant::now();
+        for _ in 0..sample {
+            std::hint::spin_loop();
+        }
+        start.elapsed()
+    })
+}
+
+/// The pauses per round, from `time_run(n)`, the time `n` pauses took: it times each run three
+/// times and keeps the fastest (the one least disturbed by an interrupt or a preemption), and
+/// grows the run until it lasts [`SAMPLE_FOR`], so that neither a coarse clock nor a slow clock
+/// read (a microsecond where reading the clock is a system call) decides the result.
+#[cfg(not(loom))]
+fn measure(mut time_run: impl FnMut(u32) -> Duration) -> u32 {
     let mut sample: u32 = 64;
     loop {
-        let fastest = (0..3)
-            .map(|_| {
-                let start = Instant::now();
-                for _ in 0..sample {
-                    std::hint::spin_loop();
-                }
-                start.elapsed()
-            })
-            .min()
-            .unwrap_or(Duration::ZERO);
+        let fastest = (0..3).map(|_| time_run(sample)).min().unwrap_or(Duration::ZERO);
         if fastest >= SAMPLE_FOR || sample >= MAX_SAMPLE {
             return pauses_for(fastest, sample);
         }
@@ -176,9 +179,33 @@ mod tests {
         assert_eq!(pauses_for(Duration::ZERO, MAX_SAMPLE), MIN_PAUSES);
     }
 
+    /// A clock on which a pause takes `pause_ps` picoseconds, a reading costs `overhead_ns`, and
+    /// time moves in steps of `tick_ns`.
+    fn clock(pause_ps: u64, overhead_ns: u64, tick_ns: u64) -> impl FnMut(u32) -> Duration {
+        move |n| Duration::from_nanos((u64::from(n) * pause_ps / 1000 + overhead_ns) / tick_ns * tick_ns)
+    }
+
     #[test]
-    fn the_measured_round_is_within_bounds() {
-        let n = pauses_per_round();
-        assert!((MIN_PAUSES..=MAX_PAUSES).contains(&n), "{n}");
+    fn the_measurement_times_a_run_long_enough_to_trust() {
+        // A fine clock: 256 pauses of 8.6 ns are the first run of at least 2 µs.
+        assert_eq!(measure(clock(8600, 0, 1)), 116);
+        // A clock reading that costs 1 µs (a system call): 64 pauses alone would say 41; the
+        // run grows to 256 pauses, which says 79, nearer the true 116.
+        assert_eq!(pauses_for(Duration::from_nanos(550 + 1000), 64), 41);
+        assert_eq!(measure(clock(8600, 1000, 1)), 79);
+        // A clock that moves in milliseconds reads zero up to the longest run: Go's 30, not the
+        // 1000 that "no time at all" would give.
+        assert_eq!(measure(clock(8600, 0, 1_000_000)), MIN_PAUSES);
+    }
+
+    #[test]
+    fn the_fastest_of_three_timings_counts() {
+        // Every third timing is preempted for 50 µs.
+        let (mut fine, mut timings) = (clock(8600, 0, 1), 0);
+        let disturbed = move |n| {
+            timings += 1;
+            fine(n) + if timings % 3 == 0 { Duration::from_micros(50) } else { Duration::ZERO }
+        };
+        assert_eq!(measure(disturbed), 116);
     }
 }
