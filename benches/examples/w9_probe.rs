@@ -1,0 +1,142 @@
+//! W9 (4 tasks each do 250_000 `add(1)`/`done()` pairs on one wait group, then main waits) for
+//! goro's `WaitGroup` and the tokio `Notify` wait group (`benches/common/notify_wg.rs`), each
+//! beside the same tasks doing bare `fetch_add`/`fetch_sub` pairs on one `AtomicU64` on the
+//! same runtime: the floor a wait group's own code adds to. The four are alternated in one
+//! process, and a sample is 5 runs back to back inside one main task, as criterion's
+//! `iter_custom` runs them (`benches/common/exec.rs`). Prints the median ns per pair of each and
+//! the medians of the per-sample ratios. Written when W9's ratio turned out to hang on the
+//! instructions between `add(1)`'s and `done()`'s atomic adds (`crates/sync/src/waitgroup.rs`).
+//!
+//! ```sh
+//! cargo run --release -p goro-benches --example w9_probe -- 20   # samples of each
+//! ```
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[path = "../common/notify_wg.rs"]
+mod notify_wg;
+
+use notify_wg::NotifyWaitGroup;
+
+const TASKS: u64 = 4;
+const PAIRS: u64 = 250_000;
+const RUNS: u32 = 5;
+
+/// What the tasks' pairs hit: the wait group itself, or a bare counter beside it (the wait
+/// group then only counts the tasks).
+#[derive(Clone, Copy, PartialEq)]
+enum Pairs {
+    WaitGroup,
+    Bare,
+}
+
+/// The pairs of one task on a bare counter: the result of each add is used, as a wait group
+/// uses it (checks on it decide whether the add is done).
+fn bare_pairs(c: &AtomicU64) {
+    for _ in 0..PAIRS {
+        let up = c.fetch_add(1 << 32, Ordering::AcqRel);
+        assert!(up >> 32 != u64::from(u32::MAX), "counter overflow");
+        let down = c.fetch_sub(1 << 32, Ordering::AcqRel);
+        assert!(down >> 32 != 0, "negative counter");
+    }
+}
+
+async fn goro_main(pairs: Pairs) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let wg = goro::sync::WaitGroup::new();
+        let bare = Arc::new(AtomicU64::new(1 << 40));
+        wg.add(TASKS as isize);
+        for _ in 0..TASKS {
+            let (wg, bare) = (wg.clone(), bare.clone());
+            drop(goro::go(async move {
+                match pairs {
+                    Pairs::WaitGroup => {
+                        for _ in 0..PAIRS {
+                            wg.add(1);
+                            wg.done();
+                        }
+                    }
+                    Pairs::Bare => bare_pairs(&bare),
+                }
+                wg.done();
+            }));
+        }
+        wg.wait().await;
+        total += start.elapsed();
+    }
+    total
+}
+
+async fn tokio_main(pairs: Pairs) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let wg = Arc::new(NotifyWaitGroup::new());
+        let bare = Arc::new(AtomicU64::new(1 << 40));
+        wg.add(TASKS as usize);
+        for _ in 0..TASKS {
+            let (wg, bare) = (wg.clone(), bare.clone());
+            drop(tokio::spawn(async move {
+                match pairs {
+                    Pairs::WaitGroup => {
+                        for _ in 0..PAIRS {
+                            wg.add(1);
+                            wg.done();
+                        }
+                    }
+                    Pairs::Bare => bare_pairs(&bare),
+                }
+                wg.done();
+            }));
+        }
+        wg.wait().await;
+        total += start.elapsed();
+    }
+    total
+}
+
+fn per_pair(d: Duration) -> f64 {
+    d.as_nanos() as f64 / f64::from(RUNS) / (TASKS * PAIRS) as f64
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let n: usize = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(20);
+    let g = goro::Builder::new().max_procs(2).build().unwrap();
+    let t = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let goro = |p| per_pair(g.block_on(goro_main(p)));
+    let tokio = |p| per_pair(t.block_on(t.spawn(tokio_main(p))).unwrap());
+    let runs: [(&str, &dyn Fn() -> f64); 4] = [
+        ("goro", &|| goro(Pairs::WaitGroup)),
+        ("tokio_notify", &|| tokio(Pairs::WaitGroup)),
+        ("goro_bare", &|| goro(Pairs::Bare)),
+        ("tokio_bare", &|| tokio(Pairs::Bare)),
+    ];
+    let mut r: [Vec<f64>; 4] = Default::default();
+    for i in 0..=n {
+        for (k, (_, run)) in runs.iter().enumerate() {
+            let x = run();
+            if i > 0 {
+                r[k].push(x); // the first round warms up
+            }
+        }
+    }
+    let ratio = |a: usize, b: usize| median(&r[a].iter().zip(&r[b]).map(|(x, y)| x / y).collect::<Vec<_>>());
+    let each: Vec<String> = runs.iter().zip(&r).map(|((name, _), v)| format!("{name} {:.1}", median(v))).collect();
+    println!("ns per pair: {}", each.join(", "));
+    println!(
+        "goro/tokio_notify {:.2}  goro/goro_bare {:.2}  tokio_notify/tokio_bare {:.2}  goro_bare/tokio_bare {:.2}",
+        ratio(0, 1),
+        ratio(0, 2),
+        ratio(1, 3),
+        ratio(2, 3)
+    );
+}
