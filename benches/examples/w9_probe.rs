@@ -1,11 +1,13 @@
 //! W9 (4 tasks each do 250_000 `add(1)`/`done()` pairs on one wait group, then main waits) for
 //! goro's `WaitGroup` and the tokio `Notify` wait group (`benches/common/notify_wg.rs`), each
 //! beside the same tasks doing bare `fetch_add`/`fetch_sub` pairs on one `AtomicU64` on the
-//! same runtime: the floor a wait group's own code adds to. The four are alternated in one
-//! process, and a sample is 5 runs back to back inside one main task, as criterion's
-//! `iter_custom` runs them (`benches/common/exec.rs`). Prints the median ns per pair of each and
-//! the medians of the per-sample ratios. Written when W9's ratio turned out to hang on the
-//! instructions between `add(1)`'s and `done()`'s atomic adds (`crates/sync/src/waitgroup.rs`).
+//! same runtime (each add's result checked by one compare): the floor a wait group's own code
+//! adds to. A fifth row runs goro's bare pairs with Go's `Add` tests inlined after each add
+//! instead of the one compare. The five are alternated in one process, and a sample is 5 runs
+//! back to back inside one main task, as criterion's `iter_custom` runs them
+//! (`benches/common/exec.rs`). Prints the median ns per pair of each and the medians of the
+//! per-sample ratios. Written to find why goro's W9 was 1.1-1.3x tokio's: it was the test after
+//! `add`'s locked add (`settled` in `crates/sync/src/waitgroup.rs` has the figures).
 //!
 //! ```sh
 //! cargo run --release -p goro-benches --example w9_probe -- 20   # samples of each
@@ -29,6 +31,7 @@ const RUNS: u32 = 5;
 enum Pairs {
     WaitGroup,
     Bare,
+    BareGoTests,
 }
 
 /// The pairs of one task on a bare counter: the result of each add is used, as a wait group
@@ -39,6 +42,30 @@ fn bare_pairs(c: &AtomicU64) {
         assert!(up >> 32 != u64::from(u32::MAX), "counter overflow");
         let down = c.fetch_sub(1 << 32, Ordering::AcqRel);
         assert!(down >> 32 != 0, "negative counter");
+    }
+}
+
+/// The pairs of one task on a bare counter, each add followed by Go's `Add` tests (`v` the new
+/// counter, `w` the waiters): `if v > 0 && (w == 0 || delta < 0 || v != delta)` is the quiet
+/// return, anything else a panic here.
+fn bare_pairs_go_tests(c: &AtomicU64) {
+    #[inline(always)]
+    fn add(c: &AtomicU64, d: i32) {
+        let step = (i64::from(d) as u64) << 32;
+        let state = c.fetch_add(step, Ordering::AcqRel).wrapping_add(step);
+        let (v, w) = ((state >> 32) as i32, state as u32);
+        if !(v > 0 && (w == 0 || d < 0 || v != d)) {
+            misuse(d, v, w);
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn misuse(d: i32, v: i32, w: u32) {
+        panic!("add({d}) left counter {v}, waiters {w}");
+    }
+    for _ in 0..PAIRS {
+        add(c, 1);
+        add(c, -1);
     }
 }
 
@@ -60,6 +87,7 @@ async fn goro_main(pairs: Pairs) -> Duration {
                         }
                     }
                     Pairs::Bare => bare_pairs(&bare),
+                    Pairs::BareGoTests => bare_pairs_go_tests(&bare),
                 }
                 wg.done();
             }));
@@ -88,6 +116,7 @@ async fn tokio_main(pairs: Pairs) -> Duration {
                         }
                     }
                     Pairs::Bare => bare_pairs(&bare),
+                    Pairs::BareGoTests => bare_pairs_go_tests(&bare),
                 }
                 wg.done();
             }));
@@ -114,13 +143,14 @@ fn main() {
     let t = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let goro = |p| per_pair(g.block_on(goro_main(p)));
     let tokio = |p| per_pair(t.block_on(t.spawn(tokio_main(p))).unwrap());
-    let runs: [(&str, &dyn Fn() -> f64); 4] = [
+    let runs: [(&str, &dyn Fn() -> f64); 5] = [
         ("goro", &|| goro(Pairs::WaitGroup)),
         ("tokio_notify", &|| tokio(Pairs::WaitGroup)),
         ("goro_bare", &|| goro(Pairs::Bare)),
         ("tokio_bare", &|| tokio(Pairs::Bare)),
+        ("goro_bare_go_tests", &|| goro(Pairs::BareGoTests)),
     ];
-    let mut r: [Vec<f64>; 4] = Default::default();
+    let mut r: [Vec<f64>; 5] = Default::default();
     for i in 0..=n {
         for (k, (_, run)) in runs.iter().enumerate() {
             let x = run();
@@ -133,10 +163,12 @@ fn main() {
     let each: Vec<String> = runs.iter().zip(&r).map(|((name, _), v)| format!("{name} {:.1}", median(v))).collect();
     println!("ns per pair: {}", each.join(", "));
     println!(
-        "goro/tokio_notify {:.2}  goro/goro_bare {:.2}  tokio_notify/tokio_bare {:.2}  goro_bare/tokio_bare {:.2}",
+        "goro/tokio_notify {:.2}  goro/goro_bare {:.2}  tokio_notify/tokio_bare {:.2}  goro_bare/tokio_bare {:.2}  \
+         goro_bare_go_tests/goro_bare {:.2}",
         ratio(0, 1),
         ratio(0, 2),
         ratio(1, 3),
-        ratio(2, 3)
+        ratio(2, 3),
+        ratio(4, 2)
     );
 }
