@@ -12,6 +12,7 @@
 //! ```sh
 //! cargo run --release -p goro-benches --example w9_probe -- 20   # samples of each
 //! ```
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,59 +70,85 @@ fn bare_pairs_go_tests(c: &AtomicU64) {
     }
 }
 
-async fn goro_main(pairs: Pairs) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..RUNS {
-        let start = Instant::now();
-        let wg = goro::sync::WaitGroup::new();
-        let bare = Arc::new(AtomicU64::new(1 << 40));
-        wg.add(TASKS as isize);
-        for _ in 0..TASKS {
-            let (wg, bare) = (wg.clone(), bare.clone());
-            drop(goro::go(async move {
-                match pairs {
-                    Pairs::WaitGroup => {
-                        for _ in 0..PAIRS {
-                            wg.add(1);
-                            wg.done();
-                        }
-                    }
-                    Pairs::Bare => bare_pairs(&bare),
-                    Pairs::BareGoTests => bare_pairs_go_tests(&bare),
-                }
-                wg.done();
-            }));
-        }
-        wg.wait().await;
-        total += start.elapsed();
-    }
-    total
+/// What a sample needs from a runtime and its wait group.
+trait System {
+    type Wg: Clone + Send + Sync + 'static;
+    fn wait_group() -> Self::Wg;
+    fn add(wg: &Self::Wg, n: u64);
+    fn done(wg: &Self::Wg);
+    fn wait(wg: &Self::Wg) -> impl Future<Output = ()> + Send + '_;
+    fn spawn(task: impl Future<Output = ()> + Send + 'static);
 }
 
-async fn tokio_main(pairs: Pairs) -> Duration {
+struct Goro;
+impl System for Goro {
+    type Wg = goro::sync::WaitGroup;
+    fn wait_group() -> Self::Wg {
+        goro::sync::WaitGroup::new()
+    }
+    #[inline(always)]
+    fn add(wg: &Self::Wg, n: u64) {
+        wg.add(n as isize);
+    }
+    #[inline(always)]
+    fn done(wg: &Self::Wg) {
+        wg.done();
+    }
+    fn wait(wg: &Self::Wg) -> impl Future<Output = ()> + Send + '_ {
+        wg.wait()
+    }
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        drop(goro::go(task));
+    }
+}
+
+struct Tokio;
+impl System for Tokio {
+    type Wg = Arc<NotifyWaitGroup>;
+    fn wait_group() -> Self::Wg {
+        Arc::new(NotifyWaitGroup::new())
+    }
+    #[inline(always)]
+    fn add(wg: &Self::Wg, n: u64) {
+        wg.add(n as usize);
+    }
+    #[inline(always)]
+    fn done(wg: &Self::Wg) {
+        wg.done();
+    }
+    fn wait(wg: &Self::Wg) -> impl Future<Output = ()> + Send + '_ {
+        wg.wait()
+    }
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        drop(tokio::spawn(task));
+    }
+}
+
+/// One sample: `RUNS` runs of W9 back to back, in the calling main task.
+async fn sample<S: System>(pairs: Pairs) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..RUNS {
         let start = Instant::now();
-        let wg = Arc::new(NotifyWaitGroup::new());
+        let wg = S::wait_group();
         let bare = Arc::new(AtomicU64::new(1 << 40));
-        wg.add(TASKS as usize);
+        S::add(&wg, TASKS);
         for _ in 0..TASKS {
             let (wg, bare) = (wg.clone(), bare.clone());
-            drop(tokio::spawn(async move {
+            S::spawn(async move {
                 match pairs {
                     Pairs::WaitGroup => {
                         for _ in 0..PAIRS {
-                            wg.add(1);
-                            wg.done();
+                            S::add(&wg, 1);
+                            S::done(&wg);
                         }
                     }
                     Pairs::Bare => bare_pairs(&bare),
                     Pairs::BareGoTests => bare_pairs_go_tests(&bare),
                 }
-                wg.done();
-            }));
+                S::done(&wg);
+            });
         }
-        wg.wait().await;
+        S::wait(&wg).await;
         total += start.elapsed();
     }
     total
@@ -141,8 +168,8 @@ fn main() {
     let n: usize = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(20);
     let g = goro::Builder::new().max_procs(2).build().unwrap();
     let t = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    let goro = |p| per_pair(g.block_on(goro_main(p)));
-    let tokio = |p| per_pair(t.block_on(t.spawn(tokio_main(p))).unwrap());
+    let goro = |p| per_pair(g.block_on(sample::<Goro>(p)));
+    let tokio = |p| per_pair(t.block_on(t.spawn(sample::<Tokio>(p))).unwrap());
     let runs: [(&str, &dyn Fn() -> f64); 5] = [
         ("goro", &|| goro(Pairs::WaitGroup)),
         ("tokio_notify", &|| tokio(Pairs::WaitGroup)),
