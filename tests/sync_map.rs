@@ -5,7 +5,7 @@
 //! under them, and drop counting of keys and values.
 //!
 //! Nothing sleeps to synchronize. Where memory is reclaimed by the epoch collector, a test drains
-//! it by pinning and flushing for a bounded number of rounds, never by waiting on a clock.
+//! it by pinning and flushing until what it waits for is freed, with a generous time limit.
 
 mod common;
 
@@ -14,18 +14,65 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::{Duration, Instant};
 
-/// Pins and flushes this thread's epoch garbage until `done` holds, for a bounded number of
-/// rounds (other test threads may hold the epoch back for a moment).
+/// How long [`drain_epoch`] keeps trying. An object is freed only once every thread that was
+/// pinned when it was retired has unpinned, and any thread of this process counts, other tests'
+/// included. One of them holds its pin for a long time on purpose:
+/// `a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking` panics under a map's lock,
+/// and with `RUST_BACKTRACE` set the panic hook symbolizes a backtrace while that thread is still
+/// pinned (70 ms alone, several times that on a loaded 2-core machine). The drain used to give up
+/// after 200 000 tries, which that outlasted: `a_panicking_destructor_does_not_land_in_an_unrelated_g`
+/// failed with "0 of 2000 bombs dropped" about 1 run in 300 of the test binary beside one busy
+/// loop, always with that test still running. Only a pin that is never released should fail a
+/// drain, and a minute tells the two apart.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Pins and flushes this thread's epoch garbage until `done` holds, or [`DRAIN_LIMIT`] passes.
 fn drain_epoch(done: impl Fn() -> bool) -> bool {
-    for _ in 0..200_000 {
-        if done() {
-            return true;
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    while !done() {
+        if Instant::now() >= deadline {
+            return done();
         }
         crossbeam_epoch::pin().flush();
         thread::yield_now();
     }
-    done()
+    true
+}
+
+/// The drain outlasts another thread that stays pinned for longer than the drain's old budget
+/// of 200 000 tries: the neighbour unpins only after 300 000 of them.
+#[test]
+fn drain_epoch_waits_out_a_long_pin_elsewhere() {
+    let looks = Arc::new(AtomicUsize::new(0));
+    let freed = Arc::new(AtomicBool::new(false));
+    let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
+    let neighbour = {
+        let looks = looks.clone();
+        thread::spawn(move || {
+            let pin = crossbeam_epoch::pin();
+            pinned_tx.send(()).unwrap();
+            while looks.load(SeqCst) < 300_000 {
+                thread::yield_now();
+            }
+            drop(pin);
+        })
+    };
+    pinned_rx.recv().unwrap();
+    {
+        let f = freed.clone();
+        let guard = crossbeam_epoch::pin();
+        guard.defer(move || f.store(true, SeqCst));
+        guard.flush();
+    }
+    let drained = drain_epoch(|| {
+        looks.fetch_add(1, SeqCst);
+        freed.load(SeqCst)
+    });
+    let looked = looks.swap(usize::MAX, SeqCst); // lets the neighbour go if the drain gave up
+    neighbour.join().unwrap();
+    assert!(drained, "not freed after {looked} looks");
 }
 
 /// A key or value that counts its live instances.
