@@ -333,3 +333,137 @@ fn detection_off_reports_nothing() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(still_running && err.contains("parked") && !err.contains(DEADLOCK), "{err}");
 }
+
+// ---- A G inside `goro::syscall` is never asleep ---------------------------------------------
+//
+// Go never reports a deadlock while a goroutine is in a system call: the call may return. Each
+// case below parks every other G on that G, and holds the call (or a wait that runs as one)
+// for longer than the grace period, so that sysmon has long retaken the P of the M inside it.
+
+/// How long the calls below block: well past the grace period (1 s) and sysmon's retake.
+const IN_SYSCALL: Duration = Duration::from_millis(2500);
+
+/// A `#[goro::test]`'s G sleeps in `goro::syscall` while the test waits for it.
+#[goro::test(max_procs = 2)]
+async fn case_syscall_in_goro_test() {
+    if is_child("case_syscall_in_goro_test") {
+        goro::go(async { goro::syscall(|| std::thread::sleep(IN_SYSCALL)) }).await.unwrap();
+    }
+}
+
+/// The same in a `#[goro::main]` program (what the macro expands to, called directly): it
+/// must end normally, not print `fatal error` and exit 2.
+#[test]
+fn case_syscall_in_goro_main() {
+    if is_child("case_syscall_in_goro_main") {
+        use goro::__private::{Main, RunAsG as _};
+        let main = Main::new(Builder::new().max_procs(2).in_test_harness(), async {
+            goro::go(async { goro::syscall(|| std::thread::sleep(IN_SYSCALL)) }).await.unwrap();
+        });
+        main.run();
+    }
+}
+
+/// A G reads its process's stdin, a pipe, inside `goro::syscall`; the parent process writes to
+/// it only after `IN_SYSCALL`.
+#[goro::test(max_procs = 2)]
+async fn case_syscall_pipe_read() {
+    if is_child("case_syscall_pipe_read") {
+        let line = goro::go(async {
+            goro::syscall(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(line, "wake\n");
+    }
+}
+
+/// A `Once` whose action makes a long call in `goro::syscall`, and a second G waiting for that
+/// action (its wait runs as a syscall too).
+#[goro::test(max_procs = 2)]
+async fn case_once_held_in_syscall() {
+    if is_child("case_once_held_in_syscall") {
+        let once = std::sync::Arc::new(goro::sync::Once::new());
+        let (started_tx, started_rx) = goro::chan::<()>(0);
+        let first = {
+            let once = once.clone();
+            goro::go(async move {
+                once.call_once(|| {
+                    started_tx.send_blocking(()).unwrap();
+                    goro::syscall(|| std::thread::sleep(IN_SYSCALL));
+                })
+            })
+        };
+        started_rx.recv().await.unwrap();
+        let second = goro::go(async move { once.call_once(|| unreachable!("the first action ran")) });
+        first.await.unwrap();
+        second.await.unwrap();
+    }
+}
+
+/// A key whose `Eq` makes a long call (in `goro::syscall`) while the map's shard lock is held
+/// for it; another G's store into that shard waits for the lock as a syscall.
+#[goro::test(max_procs = 2)]
+async fn case_map_shard_wait_held() {
+    if is_child("case_map_shard_wait_held") {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        static SLOW: AtomicBool = AtomicBool::new(false);
+        #[derive(Clone)]
+        struct Key(u32);
+        impl std::hash::Hash for Key {
+            fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+                self.0.hash(h);
+            }
+        }
+        impl PartialEq for Key {
+            fn eq(&self, other: &Key) -> bool {
+                if SLOW.swap(false, SeqCst) {
+                    goro::syscall(|| std::thread::sleep(IN_SYSCALL));
+                }
+                self.0 == other.0
+            }
+        }
+        impl Eq for Key {}
+        let map = std::sync::Arc::new(goro::sync::Map::<Key, u32>::new());
+        map.store(Key(1), 1); // in the dirty table: the next store of the key compares under the lock
+        SLOW.store(true, SeqCst);
+        let (m1, m2) = (map.clone(), map.clone());
+        let slow = goro::go(async move { m1.store(Key(1), 2) });
+        let waiter = goro::go(async move { m2.store(Key(1), 3) });
+        slow.await.unwrap();
+        waiter.await.unwrap();
+        assert!(matches!(map.load(&Key(1)), Some(2 | 3)));
+    }
+}
+
+#[test]
+fn no_report_while_a_g_is_in_a_syscall() {
+    for case in ["case_syscall_in_goro_test", "case_once_held_in_syscall", "case_map_shard_wait_held"] {
+        no_report_for(case);
+    }
+    let (status, out) = run_child_status("case_syscall_in_goro_main", &[]);
+    assert!(status.success(), "{}\n{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn no_report_while_a_g_reads_a_pipe_in_a_syscall() {
+    use std::io::Write;
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["case_syscall_pipe_read", "--exact", "--nocapture", "--test-threads=1"])
+        .env("GORO_TEST_CHILD", "case_syscall_pipe_read")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(IN_SYSCALL); // the time the child's read stays blocked, not a synchronization
+    stdin.write_all(b"wake\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains("1 passed"), "{stdout}\n{stderr}");
+}

@@ -89,6 +89,7 @@ pub(crate) fn quiescent(sh: &Shared) -> bool {
     sh.idle.npidle() == sh.procs
         && sh.idle.nmspinning() == 0
         && sh.idle.syscall_waiting() == 0
+        && !sh.syscalls_without_p.any()
         && !sh.any_work()
         && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
         && !sh.netpoll.any_waiters()

@@ -1030,9 +1030,13 @@ impl MCtx {
             self.hold(pid);
             // SAFETY: the M polling `g` holds a reference to it for the whole poll.
             let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
+            // Counted as inside a syscall before the P stops showing this M (`P_DETACHED`
+            // becomes `P_SPARE`): see `SyscallsWithoutP`.
+            self.shared.syscalls_without_p.enter();
             if self.drop_detached(pid, who) {
                 return Some(SyscallP::Detached);
             }
+            self.shared.syscalls_without_p.leave();
             // sysmon undid the detach (see `drop_detached`): the P is ours again.
         }
     }
@@ -1048,7 +1052,10 @@ impl MCtx {
                 return;
             }
         }
+        // Retaken, or given up on entering: this M was counted in `syscalls_without_p` by
+        // whoever took its P, and stays counted until it holds one again.
         self.exitsyscall_slow();
+        self.shared.syscalls_without_p.leave();
     }
 
     /// Gives P `pid`, which this M holds between two Gs, to an M back from a syscall that

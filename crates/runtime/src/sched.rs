@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     /// The netpoller, also the sleep of the last idle M while timers are pending.
     pub(crate) netpoll: Netpoll,
     pub(crate) sysmon: SysmonShared,
+    /// Ms inside `goro::syscall` that no P shows (see `syscall`).
+    pub(crate) syscalls_without_p: crate::syscall::SyscallsWithoutP,
     /// Polls that blocked their thread long enough for sysmon to hand their P off.
     pub(crate) blocked_polls: AtomicU64,
     /// Preemption requests sysmon made.
@@ -171,6 +173,7 @@ impl Shared {
                 started: AtomicBool::new(false),
                 thread: Mutex::new(None),
             },
+            syscalls_without_p: Default::default(),
             blocked_polls: AtomicU64::new(0),
             preemptions: AtomicU64::new(0),
             timer_home: AtomicUsize::new(0),

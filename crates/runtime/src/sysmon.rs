@@ -421,7 +421,10 @@ fn wake_for_runnext(sh: &Shared, pp: &crate::p::P) {
 /// Takes P `i` from the M in a syscall on it and hands it off (Go's `retake` of a
 /// `_Psyscall` P); `false` if the M took it back first (its CAS and ours cannot both win).
 pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
+    // The M stays counted as running (see `SyscallsWithoutP`): before the P stops showing it.
+    sh.syscalls_without_p.enter();
     if sh.ps[i].status.compare_exchange(P_SYSCALL, P_IDLE, AcqRel, Relaxed).is_err() {
+        sh.syscalls_without_p.leave();
         return false;
     }
     sh.handoffs.fetch_add(1, Relaxed);

@@ -1,6 +1,7 @@
 //! Models of deadlock detection's "nothing can wake them" check ([`checkdead`]): its two looks
 //! at a runtime (quiescent, and the same activity count) against a wake that races them, from
-//! a plain thread, from a timer, and from a G on an M. A G is parked with its waker stashed;
+//! a plain thread, from a timer, and from a G on an M; and against an M inside `goro::syscall`
+//! whose P sysmon retakes meanwhile. A G is parked with its waker stashed;
 //! the racing thread wakes it (and nobody runs it afterwards, so a wake that happened stays
 //! visible as a queued G).
 //!
@@ -180,4 +181,84 @@ fn loom_checkdead_vs_g_wake() {
         drop(h);
         settle(&sh);
     });
+}
+
+/// An M inside `goro::syscall` while sysmon, in one round, retakes its P and looks for a
+/// deadlock (`sysmon::run`: `retake`, then `Watch::round`): if the M was inside before the
+/// check began and leaves only after it ended, the check does not conclude. The retaken P is
+/// idle; the M is counted in `SyscallsWithoutP` from before the retake's CAS until it holds a P
+/// again. Every count is undone once the M is out.
+#[test]
+fn loom_checkdead_vs_syscall() {
+    model(|| {
+        let sh = quiet_runtime();
+        let steps = Arc::new(AtomicUsize::new(0));
+        // The M (this thread) takes the idle P and enters the call.
+        let p = sh.pidleget().expect("the runtime's P idles");
+        let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
+        let enter = crate::m::enter(&ctx);
+        ctx.acquirep(p);
+        let entered = ctx.entersyscall().expect("the M holds a P");
+        // The call itself, during which sysmon runs its round.
+        let inside_from = steps.fetch_add(1, SeqCst);
+        let sysmon = {
+            let (steps, sh) = (steps.clone(), sh.clone());
+            thread::spawn(move || {
+                crate::sysmon::retake_syscall(&sh, 0);
+                check(&sh, &steps)
+            })
+        };
+        let inside_to = steps.fetch_add(1, SeqCst);
+        ctx.exitsyscall(entered);
+        let p = ctx.releasep().expect("a P is held after the call");
+        drop(enter);
+        sh.pidleput(p);
+        let (concluded, before, after) = sysmon.join().unwrap();
+        if inside_from < before && inside_to > after {
+            assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
+        }
+        assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
+        settle(&sh);
+    });
+}
+
+/// As [`loom_checkdead_vs_syscall`], with the check made from another thread than the retake:
+/// another runtime's sysmon, which looks at every runtime of the process. At the default bound
+/// the interleaving that put the retake between the check's look at the counters and its look
+/// at the Ps is out of reach (it takes three preemptions), so this model asks for three.
+#[test]
+fn loom_checkdead_from_elsewhere_vs_syscall() {
+    super::model_with(
+        |b| b.preemption_bound = Some(b.preemption_bound.unwrap_or(0).max(3)),
+        || {
+            let sh = quiet_runtime();
+            let steps = Arc::new(AtomicUsize::new(0));
+            let p = sh.pidleget().expect("the runtime's P idles");
+            let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
+            let enter = crate::m::enter(&ctx);
+            ctx.acquirep(p);
+            let entered = ctx.entersyscall().expect("the M holds a P");
+            let inside_from = steps.fetch_add(1, SeqCst);
+            let sysmon = {
+                let sh = sh.clone();
+                thread::spawn(move || crate::sysmon::retake_syscall(&sh, 0))
+            };
+            let checker = {
+                let (steps, sh) = (steps.clone(), sh.clone());
+                thread::spawn(move || check(&sh, &steps))
+            };
+            let inside_to = steps.fetch_add(1, SeqCst);
+            ctx.exitsyscall(entered);
+            let p = ctx.releasep().expect("a P is held after the call");
+            drop(enter);
+            sh.pidleput(p);
+            let (concluded, before, after) = checker.join().unwrap();
+            sysmon.join().unwrap();
+            if inside_from < before && inside_to > after {
+                assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
+            }
+            assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
+            settle(&sh);
+        },
+    );
 }

@@ -16,6 +16,8 @@
 //! - [`sched`]: the whole runtime (`Builder::build`, `block_on`, `go`, drop) end to end.
 //! - [`netpoll`]: the readiness protocol against the runtime's shutdown (and an event): a task
 //!   waiting on a socket of a runtime that shuts down is woken and fails; none is refused late.
+//! - [`checkdead`]: the deadlock check's two looks against a wake from a plain thread, a timer or
+//!   a G, and against an M inside `goro::syscall` whose P sysmon retakes.
 //! - [`timer`]: the timer core: stop, re-arm and a sleeping G's new waker racing the firing,
 //!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns;
 //!   timers moving off a P that sysmon detached, racing an arming and a firing; and that
