@@ -449,3 +449,131 @@ fn a_syscall_after_a_blocked_poll_1p() {
 fn a_syscall_after_a_blocked_poll_2p() {
     a_syscall_after_a_blocked_poll(2);
 }
+
+/// One G computes without a yield point, one sleeps 10 ms in a loop, two ping-pong on a channel,
+/// at 2 Ps, and main (a G) sleeps 50 ms ten times. The timers armed on the computing G's P are
+/// due while its owner computes, and the other P always has work of its own (the ping-pong), so
+/// no M ever looked at them: the sleeper stopped ticking and main's sleeps never returned. Go
+/// preempts the computing G after 10 ms and runs the P's timers; goro cannot, so sysmon runs
+/// the due timers of a P whose slice has overrun.
+#[goro::test(max_procs = 2)]
+async fn timers_fire_beside_a_computing_g_while_the_other_p_is_busy() {
+    let _w = watchdog("timers_fire_beside_a_computing_g_while_the_other_p_is_busy", LIMIT);
+    for round in 0..3 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spins = Arc::new(AtomicU64::new(0));
+        let computer = {
+            let (stop, spins) = (stop.clone(), spins.clone());
+            goro::go(async move {
+                while !stop.load(SeqCst) {
+                    spins.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        let ticks = Arc::new(AtomicU64::new(0));
+        let sleeper = {
+            let (stop, ticks) = (stop.clone(), ticks.clone());
+            goro::go(async move {
+                while !stop.load(SeqCst) {
+                    goro::time::sleep(10 * MS).await;
+                    ticks.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+        let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+        let pinger = {
+            let stop = stop.clone();
+            goro::go(async move {
+                let mut n = 0;
+                while !stop.load(SeqCst) {
+                    ping_tx.send(n).await.unwrap();
+                    n = pong_rx.recv().await.unwrap();
+                }
+                n
+            })
+        };
+        let ponger = goro::go(async move {
+            while let Some(n) = ping_rx.recv().await {
+                if pong_tx.send(n + 1).await.is_err() {
+                    break;
+                }
+            }
+        });
+        while spins.load(SeqCst) == 0 {
+            goro::time::sleep(MS).await;
+        }
+        let (start, ticks_before) = (Instant::now(), ticks.load(SeqCst));
+        for _ in 0..10 {
+            goro::time::sleep(50 * MS).await;
+        }
+        let (took, ticked) = (start.elapsed(), ticks.load(SeqCst) - ticks_before);
+        stop.store(true, SeqCst);
+        computer.await.unwrap();
+        sleeper.await.unwrap();
+        let round_trips = pinger.await.unwrap();
+        ponger.await.unwrap();
+        assert!(took < Duration::from_secs(5), "round {round}: ten 50 ms sleeps took {took:?}");
+        assert!(ticked > 0, "round {round}: the 10 ms sleeper did not tick in {took:?}");
+        assert!(round_trips > 0, "round {round}: the ping-pong never ran");
+    }
+}
+
+/// The same shape for the Gs a computing G queued on its own P before it started computing
+/// (spawned there): the other P's ping-pong never runs out of work, so it never steals them.
+/// Go preempts the computing G after a time slice and its P runs them; goro has sysmon move a
+/// stuck P's queue to the global queue, which the busy P serves.
+#[goro::test(max_procs = 2)]
+async fn gs_queued_behind_a_computing_g_run_while_the_other_p_is_busy() {
+    let _w = watchdog("gs_queued_behind_a_computing_g_run_while_the_other_p_is_busy", LIMIT);
+    for round in 0..3 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+        let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+        let pinger = {
+            let stop = stop.clone();
+            goro::go(async move {
+                let mut n = 0;
+                while !stop.load(SeqCst) {
+                    ping_tx.send(n).await.unwrap();
+                    n = pong_rx.recv().await.unwrap();
+                }
+                n
+            })
+        };
+        let ponger = goro::go(async move {
+            while let Some(n) = ping_rx.recv().await {
+                if pong_tx.send(n + 1).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (done_tx, done_rx) = goro::chan::<usize>(4);
+        let computer = {
+            let stop = stop.clone();
+            goro::go(async move {
+                for i in 0..4 {
+                    let done_tx = done_tx.clone();
+                    drop(goro::go(async move { done_tx.send(i).await.unwrap() }));
+                }
+                while !stop.load(SeqCst) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let start = Instant::now();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(done_rx.recv().await.unwrap());
+        }
+        let took = start.elapsed();
+        stop.store(true, SeqCst);
+        computer.await.unwrap();
+        let round_trips = pinger.await.unwrap();
+        ponger.await.unwrap();
+        got.sort();
+        assert_eq!(got, [0, 1, 2, 3]);
+        assert!(took < Duration::from_secs(5), "round {round}: the queued Gs took {took:?} to run");
+        assert!(round_trips > 0, "round {round}: the ping-pong never ran");
+    }
+}

@@ -11,9 +11,9 @@
 //! - [`mixed_soak`]: two minutes of everything at once (channels, select, `sync::Map`, `Mutex`,
 //!   `WaitGroup`, timers, `syscall`), with consistent totals at the end and a flat RSS.
 //! - [`hand_off_soak`]: the scheduler's hand-off edges at 1, 2 and 4 Ps, two minutes each: Gs
-//!   that block their thread, yield in loops, compute 20-200 ms between awaits, a consumer on
-//!   the blocking iterator, 1-50 ms timers and channel traffic; no timer more than 1 s late,
-//!   every message delivered.
+//!   that block their thread, yield in loops, compute 20-200 ms between awaits (and, from 2 Ps,
+//!   one that computes for the whole run), a consumer on the blocking iterator, 1-50 ms timers
+//!   and channel traffic; no timer more than 1 s late, every message delivered.
 //!
 //! Each has a short smoke version that `cargo test` runs (same code, small sizes). The tests
 //! of this file run one at a time (they lock [`SERIAL`]): RSS is per process, and the figures
@@ -1357,6 +1357,20 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
                 })
             })
             .collect();
+        // From 2 Ps, a G that computes for the whole run without a yield point: its P never
+        // schedules again, so the Gs queued on it and the timers in its heap must be taken off
+        // it (at 1 P it would hold main up for good, as it would in Go before 1.14).
+        let forever = (procs >= 2).then(|| {
+            let stop = stop.clone();
+            goro::go(async move {
+                let mut spins = 0u64;
+                while !stop.load(SeqCst) {
+                    spins += 1;
+                    std::hint::spin_loop();
+                }
+                spins
+            })
+        });
         // A consumer with the blocking iterator (a misuse inside a G, which goro survives),
         // fed by an async producer; every value must arrive.
         let (tx, rx) = goro::chan::<u64>(0);
@@ -1419,6 +1433,9 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
         for h in computers {
             s.computes += h.await.unwrap();
         }
+        if let Some(h) = forever {
+            assert!(h.await.unwrap() > 0, "the G computing for the whole run never ran");
+        }
         let (sent, sent_sum) = producer.await.unwrap();
         let (got, got_sum) = blocking_consumer.await.unwrap();
         assert_eq!((got, got_sum), (sent, sent_sum), "the blocking consumer missed values");
@@ -1440,7 +1457,7 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
     println!(
         "{test} {procs}P {dur:?}: timers fired late by {}; their Gs ran late by {}; blocks {}, yields {}, \
          computes {}, pings {}, values through the blocking iterator {}; blocked_polls {}, handoffs {}, \
-         preemptions {}, threads {}",
+         preemptions {}, stuck_poll_moves {}, threads {}",
         stats.fired,
         stats.woke,
         stats.blocks,
@@ -1451,6 +1468,7 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
         m.blocked_polls,
         m.handoffs,
         m.preemptions,
+        m.stuck_poll_moves,
         m.threads
     );
     assert!(
@@ -1463,7 +1481,8 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
 
 /// The scheduler's hand-off edges under a mixed load, at 1, 2 and 4 Ps for 120 s each
 /// (`GORO_SOAK_SECS` overrides): Gs that block their thread for 5-40 ms in plain code, Gs in
-/// `yield_now` loops, Gs that compute 20-200 ms between awaits, a consumer on the blocking
+/// `yield_now` loops, Gs that compute 20-200 ms between awaits (from 2 Ps, also one that computes
+/// for the whole run without a yield point), a consumer on the blocking
 /// iterator fed by an async producer, Gs waiting on 1-50 ms timers (`sleep` and `after`), and
 /// ping-pong pairs at caps 0 and 1. At the end: no timer fired more than 1 s after its
 /// deadline (the instant `after` sends), every value and every ping arrived. Prints the

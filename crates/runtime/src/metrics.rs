@@ -66,6 +66,10 @@ pub struct Metrics {
     /// Polls that blocked their thread (plain blocking code in a G, outside `goro::syscall`)
     /// long enough that sysmon handed their P's work to another M.
     pub blocked_polls: u64,
+    /// Times sysmon took the queued Gs or the due timers off a P whose G had computed for a
+    /// time slice without returning, while every other P was busy, so that they run elsewhere
+    /// (Go would have preempted the G).
+    pub stuck_poll_moves: u64,
 }
 
 impl Metrics {
@@ -84,6 +88,7 @@ impl Metrics {
             spawned: sh.spawned_off_p.load(Relaxed),
             io_waiters: sh.netpoll.waiters(),
             blocked_polls: sh.blocked_polls.load(Relaxed),
+            stuck_poll_moves: sh.stuck_poll_moves.load(Relaxed),
             preemptions: sh.preemptions.load(Relaxed),
             ..Metrics::default()
         };

@@ -120,6 +120,8 @@ pub(crate) struct Shared {
     pub(crate) blocked_polls: AtomicU64,
     /// Preemption requests sysmon made.
     pub(crate) preemptions: AtomicU64,
+    /// Times sysmon moved work off a stuck poll's P (`sysmon::move_work_off_stuck_polls`).
+    pub(crate) stuck_poll_moves: AtomicU64,
     /// The P slot [`Shared::timer_home`] returned last (a hint).
     timer_home: AtomicUsize,
     /// The goid of the main G of `#[goro::main]`/`#[goro::test]` (`entry`), for the dump; 0
@@ -176,6 +178,7 @@ impl Shared {
             syscalls_without_p: Default::default(),
             blocked_polls: AtomicU64::new(0),
             preemptions: AtomicU64::new(0),
+            stuck_poll_moves: AtomicU64::new(0),
             timer_home: AtomicUsize::new(0),
             main_goid: AtomicU64::new(0),
             main_polls: AtomicU64::new(0),
@@ -328,6 +331,18 @@ impl Shared {
     /// [`start_idle`](Self::start_idle), as Go's `injectglist` does.
     pub(crate) fn globrunqput(&self, g: GPtr) {
         self.global.push(g);
+        self.after_globrunqput();
+    }
+
+    /// Go's `globrunqputbatch` by a thread holding no P of ours (sysmon taking a stuck P's
+    /// queue), then [`start_idle`](Self::start_idle), as [`globrunqput`](Self::globrunqput).
+    pub(crate) fn globrunqputbatch(&self, gs: impl Iterator<Item = GPtr>) {
+        self.global.push_batch(gs);
+        self.after_globrunqput();
+    }
+
+    /// The end of [`globrunqput`](Self::globrunqput): an M for the pushed Gs.
+    fn after_globrunqput(&self) {
         // Pairs with the fence after shutdown's store of its flag (see below), and orders the
         // push before `start_idle`'s read of `npidle` (see the module docs).
         fence(SeqCst);

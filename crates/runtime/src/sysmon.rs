@@ -9,6 +9,10 @@
 //!   due timers wait in it (the syscall is where Go's preemption would have taken the P);
 //! - **asks long-running Gs to yield**: a P that has run the same time slice for 10 ms gets its
 //!   `preempt` flag set, which goro's yield points honour (see `coop`);
+//! - **takes work off a poll that computes**: while every P is busy, a P whose poll has run
+//!   for a time slice has its queued Gs moved to the global queue and its due timers to a P
+//!   that schedules, where Go would have preempted the G and run them
+//!   (`move_work_off_stuck_polls`);
 //! - **gives waiting work a turn**: when the global queue, or an M back from a syscall, has
 //!   waited a time slice, every running P serves it at its next schedule (`fairness_due`), as
 //!   it does every 61 ticks; ticks are not bounded in time when a G computes;
@@ -161,6 +165,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
         // ping-pong that inherits its time slice gets a request every 10 ms, and rounds at
         // 20 µs would then cost a thread wake-up per 20 µs).
         let acted = retake(sh, &mut seen, now);
+        move_work_off_stuck_polls(sh, &seen, now);
         deadlock_due = deadlock.round(sh, now);
         outside_waiting_since = give_outside_work_a_turn(sh, outside_waiting_since, now);
         poll_network(sh);
@@ -184,6 +189,63 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
                 delay = (delay * 2).min(MAX_DELAY);
             }
         }
+    }
+}
+
+/// A P whose poll has computed for a time slice without returning holds work that nobody else
+/// takes while every other P is busy: the Gs in its queue and the due timers in its heap wait
+/// for its M's next `schedule`, and the other Ms steal only when they run out of work of their
+/// own (a P with a ping-pong never does). Go preempts such a G after a time slice, and its P
+/// runs them; goro cannot preempt a poll, so sysmon takes them off the P: the queued Gs go to
+/// the global queue (which the busy Ps serve every 61 ticks, and at once once it has waited a
+/// time slice: [`give_outside_work_a_turn`]), and the heap moves to a P whose M schedules
+/// (Go's `moveTimers`), which runs the due timers at its next `schedule`.
+///
+/// Only while no P idles: an idle P's M, woken for the work (`wakep`), steals both itself, as
+/// Go's idle Ms do. And only while another P schedules: if every P is stuck (or there is only
+/// one), the work stays, since no M would run it sooner. The stuck G may queue Gs and arm
+/// timers on its P meanwhile; they are moved the same way a round later.
+fn move_work_off_stuck_polls(sh: &Shared, seen: &[Seen], now: Instant) {
+    if sh.idle.npidle() > 0 {
+        return;
+    }
+    let used = sh.used_ps();
+    // Running one poll since a time slice ago at least, as sysmon last saw it (`retake` just
+    // updated `seen`).
+    let stuck = |i: usize| {
+        let polls = used[i].stats.polls.load(Relaxed);
+        used[i].status.load(Relaxed) == P_RUNNING
+            && polls & 1 == 1
+            && polls == seen[i].polls
+            && now - seen[i].pollwhen >= TIME_SLICE
+    };
+    // A P that schedules: running, and its poll count moved within the last time slice.
+    let schedules = |j: usize| used[j].status.load(Relaxed) == P_RUNNING && now - seen[j].pollwhen < TIME_SLICE;
+    let now_ns = sh.nanos_at(now);
+    for (i, pp) in used.iter().enumerate() {
+        let timer0 = pp.timers.earliest();
+        let timers_due = timer0 != 0 && timer0 <= now_ns;
+        let holds_work = timers_due || !pp.runq.is_empty();
+        if !holds_work || !stuck(i) {
+            continue;
+        }
+        // Nobody to take the work: it waits for this poll, as it would anywhere else.
+        let Some(to) = (0..used.len()).find(|&j| j != i && schedules(j)) else { continue };
+        // The ring and `runnext`, as a thief takes them (the owner only pushes meanwhile), half
+        // at a time through a scratch ring.
+        let (mut scratch, _) = crate::runq::new();
+        let mut gs = Vec::new();
+        while let Some((g, _)) = pp.runq.steal_into(&mut scratch, true, || true) {
+            gs.push(g);
+            scratch.drain(|g| gs.push(g));
+        }
+        if !gs.is_empty() {
+            sh.globrunqputbatch(gs.into_iter());
+        }
+        if timers_due {
+            crate::timer::move_timers(sh, i, to);
+        }
+        sh.stuck_poll_moves.fetch_add(1, Relaxed);
     }
 }
 

@@ -48,6 +48,13 @@
 //! `loom_tests::timer::loom_timer_moves_with_a_detached_p` and
 //! `loom_timer_ticker_fired_on_a_detached_p_moves` run a detach against an arming by the stuck
 //! G and a thief firing the P's heap; each rule is needed for them to pass.
+//!
+//! A slot in use can strand its timers too: its M runs them at its next `schedule`, and while
+//! its G computes without returning from its poll that may be never; the other Ms steal timers
+//! only when they run out of work. Go preempts the G. sysmon instead moves such a P's heap,
+//! once a timer in it is due, to a P whose M schedules (`sysmon::move_work_off_stuck_polls`);
+//! both slots stay in use, so neither rule is involved, and an entry the computing G pushes
+//! meanwhile stays on its own heap until the next move.
 
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering::*};
 use std::collections::BinaryHeap;
