@@ -19,7 +19,11 @@
 //!   would make every push rebuild a small heap);
 //! - timers move with their P: when sysmon detaches P0 (whose M is stuck in a poll) and the
 //!   stuck M later gives it up, racing an arming by the stuck G and a thief firing P0's heap,
-//!   no entry is left on P0 (out of use, so never run again) and each arming fires once.
+//!   no entry is left on P0 (out of use, so never run again) and each arming fires once;
+//! - when sysmon moves the heap of a P whose poll computes to a P that schedules, racing the
+//!   stuck G's arming and re-arming on its own heap and the other P's M running its heap, each
+//!   arming fires at most once, a re-armed timer's old arming never after the re-arm returned,
+//!   and every live arming is left on a heap in use.
 
 use super::g::shared;
 use super::model;
@@ -384,5 +388,55 @@ fn loom_detach_races_a_poll_end() {
                 ctx.shared.pidleput(pid);
             }
         })
+    });
+}
+
+/// sysmon moves the heap of P0, whose G computes, to P1, whose M runs its own heap meanwhile
+/// (`sysmon::move_work_off_stuck_polls`), while the computing G re-arms one timer and arms
+/// another on P0. Both slots stay in use. Each arming fires at most once: `t1`'s first arming
+/// exactly when the re-arm found it fired, its second once; `t2` once; the stale counts of both
+/// heaps stay exact.
+#[test]
+fn loom_timer_moves_off_a_computing_p() {
+    model(|| {
+        let mut config = super::g::config(1);
+        config.max_procs = 2;
+        let sh = StdArc::new(Shared::new(config).expect("shared"));
+        while sh.pidleget().is_some() {}
+        let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let t1 = counting(&r1, true);
+        let t2 = counting(&r2, true);
+        let was_pending = Arc::new(AtomicUsize::new(0));
+        let computing = {
+            let (t1, t2, was_pending) = (t1.clone(), t2.clone(), was_pending.clone());
+            stuck_m(&sh, move |ctx| {
+                // Armed on P0 (the M's P), then re-armed there as the move runs.
+                t1.arm(&*ctx.shared, 10, 0);
+                if t1.arm(&*ctx.shared, 30, 0) {
+                    was_pending.fetch_add(1, SeqCst);
+                }
+                t2.arm(&*ctx.shared, 20, 0);
+            })
+        };
+        let p1 = {
+            let sh = sh.clone();
+            thread::spawn(move || timer::run_timers(&*sh, 1, 25))
+        };
+        timer::move_timers(&*sh, 0, 1);
+        computing.join().unwrap();
+        p1.join().unwrap();
+        let pending = was_pending.load(SeqCst) == 1;
+        let fired_early = r1.load(SeqCst);
+        assert!(
+            fired_early <= 1 && (fired_early == 1) != pending,
+            "t1's first arming: pending {pending}, fired {fired_early}"
+        );
+        // Whatever is left runs, wherever it is.
+        let live: Vec<Nanos> = [census_of(&sh, 0), census_of(&sh, 1)].concat();
+        timer::run_timers(&*sh, 0, 1_000);
+        timer::run_timers(&*sh, 1, 1_000);
+        assert_eq!(r1.load(SeqCst), fired_early + 1, "t1 fired {} times; live entries were {live:?}", r1.load(SeqCst));
+        assert_eq!(r2.load(SeqCst), 1, "t2 fired {} times; live entries were {live:?}", r2.load(SeqCst));
+        assert!(census_of(&sh, 0).is_empty() && census_of(&sh, 1).is_empty());
     });
 }
