@@ -329,3 +329,29 @@ fn sigquit_dumps_every_g_and_exits_2() {
     assert!(err.contains("main goroutine, started at tests/diagnostics.rs:"), "{err}");
     assert!(err.contains("[chan receive]:\ncreated by goroutine 1 at tests/diagnostics.rs:"), "{err}");
 }
+
+/// A hung program that idles (every P idle, so sysmon sleeps until woken) is exactly the one a
+/// user dumps with SIGQUIT: how long its Gs have waited must still count. The wait time came
+/// from a clock only sysmon's rounds moved, and it stopped with them. (A G asleep for an hour
+/// keeps the runtime from looking deadlocked, which would keep sysmon looking every second.)
+#[test]
+fn an_idle_runtime_still_counts_how_long_gs_wait() {
+    let rt = rt(2);
+    let (tx, rx) = goro::chan::<u32>(0);
+    let h = rt.spawn(async move { rx.recv().await });
+    let sleeper = rt.spawn(goro::time::sleep(Duration::from_secs(3600)));
+    let waiting = || rt.goroutines().into_iter().find(|g| g.wait_reason == Some(WaitReason::ChanReceive));
+    let deadline = std::time::Instant::now() + common::HANG;
+    while waiting().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the G never parked");
+        std::thread::yield_now();
+    }
+    // The time measured, not a synchronization: long enough for sysmon to back off and sleep.
+    std::thread::sleep(Duration::from_millis(2500));
+    let g = waiting().expect("the G waits on the channel");
+    let waited = g.waited.expect("a waiting G has a wait time");
+    assert!(waited >= Duration::from_secs(2), "a G waiting for 2.5 s in an idle runtime shows {waited:?}");
+    drop(tx);
+    assert_eq!(h.join().unwrap(), None);
+    sleeper.abort();
+}

@@ -134,7 +134,8 @@ pub(crate) struct Shared {
     pub(crate) fatal: Fatal,
     /// Set while a thread waits for the runtime's main G (`Runtime::poll_ending`).
     pub(crate) main_waiting: AtomicBool,
-    /// Milliseconds since the runtime started, updated by sysmon every round: the clock of
+    /// Milliseconds since the runtime started, moved by sysmon every round (and see
+    /// [`Shared::tick_coarse_ms`]): the clock of
     /// `Header::parked_at`, cheap enough to read at every park (Go stamps `waitsince` lazily
     /// for the same reason).
     coarse_ms: CachePadded<AtomicU32>,
@@ -217,10 +218,13 @@ impl Shared {
         self.coarse_ms.load(Relaxed)
     }
 
-    /// Moves the coarse clock to now (sysmon, every round).
-    pub(crate) fn tick_coarse_ms(&self) {
-        let ms = self.start.elapsed().as_millis();
-        self.coarse_ms.store(u32::try_from(ms).unwrap_or(u32::MAX), Relaxed);
+    /// Moves the coarse clock to now and returns it: sysmon, every round; whoever wakes sysmon
+    /// from its sleep (the clock stood still while it slept, and a G about to park would be
+    /// stamped with the time sysmon fell asleep); and the readers of wait times (the dump of a
+    /// hung, idle program is read while sysmon sleeps). Never backwards: those may race.
+    pub(crate) fn tick_coarse_ms(&self) -> u32 {
+        let ms = u32::try_from(self.start.elapsed().as_millis()).unwrap_or(u32::MAX);
+        self.coarse_ms.fetch_max(ms, Relaxed).max(ms)
     }
 
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
@@ -498,6 +502,7 @@ impl Shared {
         // No sysmon runs under loom.
         #[cfg(not(loom))]
         if self.sysmon.waiting.load(SeqCst) && self.sysmon.waiting.swap(false, SeqCst) {
+            self.tick_coarse_ms();
             self.sysmon.parker.unpark();
         }
     }

@@ -68,10 +68,10 @@ impl Goroutine {
             (GoroutineStatus::Waiting, r) => r.unwrap_or(WaitReason::Future).as_str(),
         };
         let _ = write!(out, "goroutine {} [{state}", self.id);
-        // As Go: the time only from a minute on.
+        // As Go's `goroutineheader`: the time only from a minute on, and always "minutes"
+        // (`1 minutes` too: it is what people grep dumps for).
         if let Some(w) = self.waited.filter(|w| *w >= Duration::from_secs(60)) {
-            let min = w.as_secs() / 60;
-            let _ = write!(out, ", {min} minute{}", if min == 1 { "" } else { "s" });
+            let _ = write!(out, ", {} minutes", w.as_secs() / 60);
         }
         out.push_str("]:\n");
     }
@@ -126,9 +126,10 @@ impl Phase {
     }
 }
 
-/// How long since `parked_at` on the coarse clock.
+/// How long since `parked_at` on the coarse clock, brought up to now first (sysmon, which
+/// moves it, sleeps while every P idles: a hung program's dump is read just then).
 fn waited_since(sh: &Shared, parked_at: u32) -> Duration {
-    Duration::from_millis(u64::from(sh.coarse_ms().saturating_sub(parked_at)))
+    Duration::from_millis(u64::from(sh.tick_coarse_ms().saturating_sub(parked_at)))
 }
 
 impl Goroutine {
@@ -204,4 +205,28 @@ pub(crate) fn dump_of(sh: &Shared) -> String {
         let _ = write!(s, "{g}");
     }
     s
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn header(waited: Option<Duration>) -> String {
+        let mut g = Goroutine::panicking(7, Location::caller(), 1);
+        g.status = GoroutineStatus::Waiting;
+        g.wait_reason = Some(WaitReason::ChanReceive);
+        g.waited = waited;
+        let mut s = String::new();
+        g.header(&mut s);
+        s
+    }
+
+    /// Go's `goroutineheader`: no time under a minute, then whole minutes, always "minutes".
+    #[test]
+    fn the_wait_shows_from_a_minute_on_in_gos_words() {
+        assert_eq!(header(None), "goroutine 7 [chan receive]:\n");
+        assert_eq!(header(Some(Duration::from_secs(59))), "goroutine 7 [chan receive]:\n");
+        assert_eq!(header(Some(Duration::from_secs(66))), "goroutine 7 [chan receive, 1 minutes]:\n");
+        assert_eq!(header(Some(Duration::from_secs(150))), "goroutine 7 [chan receive, 2 minutes]:\n");
+    }
 }
