@@ -1404,7 +1404,45 @@ fn go_macro() {
         assert!(err.location().file().ends_with("runtime.rs"));
         assert_eq!(err.location().line(), line);
     });
-    // Runtime::spawn records its caller too.
+}
+
+/// `go!(async move { .. })` (and `go!(async { .. })`, which moves what it uses as any `go!`
+/// body does, and the same in braces) spawns that block, as `go` does. Wrapped in `async move`
+/// again, the G's output was the user's future, dropped unpolled: the body never ran.
+#[test]
+fn go_macro_given_an_async_block() {
+    rt(2).block_on(async {
+        let (tx, rx) = goro::chan::<&str>(4);
+        let t = tx.clone();
+        let h: goro::JoinHandle<u32> = goro::go!(async move {
+            t.send("async move").await.unwrap();
+            1
+        });
+        assert_eq!(h.await.unwrap(), 1);
+        let t = tx.clone();
+        goro::go!(async {
+            t.send("async").await.unwrap();
+        })
+        .await
+        .unwrap();
+        let t = tx.clone();
+        goro::go! {
+            async move { t.send("braces").await.unwrap() }
+        }
+        .await
+        .unwrap();
+        drop(tx);
+        let mut got = Vec::new();
+        while let Some(v) = rx.recv().await {
+            got.push(v);
+        }
+        assert_eq!(got, ["async move", "async", "braces"]);
+    });
+}
+
+/// `Runtime::spawn` records its caller, as `go!` does.
+#[test]
+fn spawn_records_its_caller() {
     let rt = rt(1);
     let h = rt.spawn(async { panic!("from spawn") });
     let line = line!() - 1;

@@ -626,16 +626,27 @@ where
 }
 
 /// `go!{ body }` is `go(async move { body })`: the closest Rust gets to Go's `go func() { .. }()`.
+/// Given an `async` block, it spawns that block, as `go` would: `go!(async move { .. })` and
+/// `go!(async { .. })` are both `go(async move { .. })` (`move` is implied by `go!`, as for a
+/// plain body; a G must own what it uses).
 ///
 /// ```
 /// goro::run(async {
 ///     let (a, b) = (2, 3);
 ///     let h = goro::go! { a * b };
 ///     assert_eq!(h.await.unwrap(), 6);
+///     let h = goro::go!(async move { a + b });
+///     assert_eq!(h.await.unwrap(), 5);
 /// });
 /// ```
 #[macro_export]
 macro_rules! go {
+    (async move $body:block) => {
+        $crate::go(async move $body)
+    };
+    (async $body:block) => {
+        $crate::go(async move $body)
+    };
     ($($body:tt)*) => {
         $crate::go(async move { $($body)* })
     };
