@@ -28,9 +28,13 @@
 //! });
 //! ```
 
-use crate::context::{self, CancelFunc, Context};
-use crate::sync::{OwnedSemaphorePermit, Semaphore, WaitGroup};
+mod limit;
+
+use crate::context::{self, CancelCauseFunc, Cause, Context};
+use crate::sync::WaitGroup;
+use limit::{Limit, Slot};
 use std::any::Any;
+use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -53,6 +57,17 @@ use std::task::{ready, Context as TaskContext, Poll};
 /// A subtask that panics counts as done and as a failure: it cancels the context, and `wait`
 /// panics with its payload once every subtask has finished (as newer x/sync does; a panic is
 /// never turned into an `E`).
+///
+/// # The error type
+///
+/// As Go's `Wait`, every [`wait`](Group::wait) returns the group's first error, for the group's
+/// whole life, so `wait` needs `E: Clone`; a group [`with_context`](Group::with_context) also
+/// cancels its context with that error as the cause (Go's `context.Cause`), so `E` must become
+/// a [`Cause`] too (`E: Into<Box<dyn Error + Send + Sync>>`: any error type, `String`, `&str`).
+/// A Go `error` is a shared, immutable value, which any goroutine may hold: its Rust
+/// counterparts are `Clone + Send + Sync` types (your own error types, `String`, `&'static
+/// str`), or [`Cause`] (`Arc<dyn Error + Send + Sync>`) for errors that are not `Clone`, such as
+/// `std::io::Error` (`Arc::new(e)`).
 pub struct Group<E> {
     inner: Arc<Inner<E>>,
 }
@@ -64,14 +79,25 @@ struct Inner<E> {
     /// The first error and the first panic.
     failure: StdMutex<Failure<E>>,
     /// With `with_context`: cancels the group's context.
-    cancel: Option<CancelFunc>,
+    cancel: Option<Cancel<E>>,
     /// With `set_limit(n)`, `n >= 0`: the slots.
-    limit: StdMutex<Option<Arc<Semaphore>>>,
+    limit: StdMutex<Option<Arc<Limit>>>,
+}
+
+/// The group's context's cancel function, and how an error of the group becomes its cause.
+struct Cancel<E> {
+    cancel: CancelCauseFunc,
+    cause: fn(&E) -> Cause,
 }
 
 struct Failure<E> {
-    err: Option<E>,
+    /// The first error, kept for every `wait` (Go's `errOnce`); in an `Arc` so that it is
+    /// cloned (user code) outside the lock.
+    err: Option<Arc<E>>,
+    /// The first panic's payload, until a `wait` resumes it.
     panic: Option<Box<dyn Any + Send>>,
+    /// Whether a subtask panicked (a `wait` after the one that resumed the payload panics too).
+    panicked: bool,
 }
 
 impl<E> Group<E> {
@@ -88,36 +114,16 @@ impl<E> Group<E> {
         Group::with_cancel(None)
     }
 
-    fn with_cancel(cancel: Option<CancelFunc>) -> Group<E> {
+    fn with_cancel(cancel: Option<Cancel<E>>) -> Group<E> {
         Group {
             inner: Arc::new(Inner {
                 wg: WaitGroup::new(),
                 active: AtomicUsize::new(0),
-                failure: StdMutex::new(Failure { err: None, panic: None }),
+                failure: StdMutex::new(Failure { err: None, panic: None, panicked: false }),
                 cancel,
                 limit: StdMutex::new(None),
             }),
         }
-    }
-
-    /// A group and a context derived from `parent` (Go's `errgroup.WithContext`). The context is
-    /// cancelled the first time a subtask fails (returns `Err` or panics), or when
-    /// [`wait`](Group::wait) returns, whichever comes first. Its error is then
-    /// [`ContextError::Canceled`](crate::context::ContextError::Canceled).
-    ///
-    /// ```
-    /// use goro::context::Context;
-    /// use goro::sync::errgroup::Group;
-    /// goro::run(async {
-    ///     let (g, ctx) = Group::<&str>::with_context(&Context::background());
-    ///     g.go(async { Err("boom") });
-    ///     ctx.done().recv().await; // cancelled by the error
-    ///     assert_eq!(g.wait().await, Err("boom"));
-    /// });
-    /// ```
-    pub fn with_context(parent: &Context) -> (Group<E>, Context) {
-        let (ctx, cancel) = context::with_cancel(parent);
-        (Group::with_cancel(Some(cancel)), ctx)
     }
 
     /// Limits the number of subtasks running at once to `n` (Go's `SetLimit`); a negative `n`
@@ -148,21 +154,56 @@ impl<E> Group<E> {
             panic!("errgroup: modify limit while {active} goroutines in the group are still active");
         }
         *self.inner.limit.lock().unwrap_or_else(|e| e.into_inner()) =
-            usize::try_from(n).ok().map(|n| Arc::new(Semaphore::new(n)));
+            usize::try_from(n).ok().map(|n| Arc::new(Limit::new(n)));
     }
 
+    fn limit(&self) -> Option<Arc<Limit>> {
+        self.inner.limit.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl<E> Group<E>
+where
+    E: Clone + Into<Box<dyn Error + Send + Sync>>,
+{
+    /// A group and a context derived from `parent` (Go's `errgroup.WithContext`). The context is
+    /// cancelled the first time a subtask fails (returns `Err` or panics), or when
+    /// [`wait`](Group::wait) returns, whichever comes first. Its error is then
+    /// [`ContextError::Canceled`](crate::context::ContextError::Canceled), and its
+    /// [`cause`](crate::context::cause) the group's first error (as a [`Cause`]: an error type
+    /// `E` itself, which `downcast_ref::<E>()` gets back), or `Canceled` if there was none.
+    ///
+    /// ```
+    /// use goro::context::{self, Context};
+    /// use goro::sync::errgroup::Group;
+    /// goro::run(async {
+    ///     let (g, ctx) = Group::<&str>::with_context(&Context::background());
+    ///     g.go(async { Err("boom") });
+    ///     ctx.done().recv().await; // cancelled by the error
+    ///     assert_eq!(g.wait().await, Err("boom"));
+    ///     assert_eq!(context::cause(&ctx).unwrap().to_string(), "boom");
+    /// });
+    /// ```
+    pub fn with_context(parent: &Context) -> (Group<E>, Context) {
+        let (ctx, cancel) = context::with_cancel_cause(parent);
+        let cause = |e: &E| Cause::from(e.clone().into());
+        (Group::with_cancel(Some(Cancel { cancel, cause })), ctx)
+    }
+}
+
+impl<E: Clone> Group<E> {
     /// Waits for every subtask of the group (those started while it waits too), then returns the
     /// first error, if any (Go's `Wait`), and cancels the group's context.
     ///
-    /// The error is handed out once: a second `wait` (after more subtasks, say) returns only
-    /// errors that came after the first `wait` took its own.
+    /// As in Go, the first error is the group's for its whole life: every `wait` returns it
+    /// (after more subtasks, say), so a group whose subtask failed never waits to `Ok`.
     ///
     /// # Panics
-    /// With the payload of the first subtask that panicked, once every subtask has finished.
+    /// With the payload of the first subtask that panicked, once every subtask has finished; a
+    /// later `wait` (the payload is gone) with a message saying so.
     ///
     /// # Cancel safety
-    /// Cancel-safe: dropping the future gives up waiting and changes nothing (the error stays
-    /// for the next `wait`).
+    /// Cancel-safe: dropping the future gives up waiting and changes nothing.
     ///
     /// ```
     /// goro::run(async {
@@ -191,15 +232,17 @@ impl<E> Group<E> {
     }
 }
 
-impl<E: Send + 'static> Group<E> {
+impl<E: Send + Sync + 'static> Group<E> {
     /// Runs `fut` in a new G (Go's `Go`). The first subtask to return `Err` (or panic) decides
     /// what [`wait`](Group::wait) returns and cancels the group's context.
     ///
     /// With a [limit](Group::set_limit), Go's `Go` blocks the caller until a slot is free;
-    /// `go` never blocks: the G starts at once and waits for its slot before it polls `fut`
-    /// (slots go to subtasks in the order of their `go` calls). The caller therefore gets no
-    /// back pressure: a loop over a million items starts a million (small, parked) Gs. For Go's
-    /// back pressure, use [`go_wait`](Group::go_wait), or [`try_go`](Group::try_go).
+    /// `go` never blocks: it takes a free slot, or its place in line for one, before it returns
+    /// (so slots go to subtasks in the order of the `go` and `try_go` calls, as in Go: after
+    /// `go(a)` takes the last slot, `try_go(b)` fails), and the G waits for its slot before it
+    /// polls `fut`. The caller therefore gets no back pressure: a loop over a million items
+    /// starts a million (small, parked) Gs. For Go's back pressure, use
+    /// [`go_wait`](Group::go_wait), or [`try_go`](Group::try_go).
     ///
     /// # Panics
     /// Outside a goro runtime (as [`goro::go`](fn@crate::go)).
@@ -226,10 +269,12 @@ impl<E: Send + 'static> Group<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
-        let limit = self.limit();
+        // The slot, or the place in line, is taken now: the order of the calls.
+        let slot = self.limit().map(|limit| limit.take_or_queue());
         self.start(async move {
-            let _permit = match limit {
-                Some(sem) => Some(sem.acquire_owned(1).await),
+            let _slot = match slot {
+                Some(Ok(slot)) => Some(slot),
+                Some(Err(queued)) => Some(queued.await),
                 None => None,
             };
             fut.await
@@ -268,12 +313,13 @@ impl<E: Send + 'static> Group<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
-        let permit = match self.limit() {
-            Some(sem) => Some(sem.acquire_owned(1).await),
+        let slot = match self.limit().map(|limit| limit.take_or_queue()) {
+            Some(Ok(slot)) => Some(slot),
+            Some(Err(queued)) => Some(queued.await),
             None => None,
         };
         // (Its spawn location, in dumps, is this line: a poll cannot name its caller.)
-        self.start(with_permit(permit, fut));
+        self.start(with_slot(slot, fut));
     }
 
     /// Runs `fut` in a new G only if the [limit](Group::set_limit) lets a new subtask run now
@@ -297,19 +343,15 @@ impl<E: Send + 'static> Group<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
-        let permit = match self.limit() {
-            Some(sem) => match sem.try_acquire_owned(1) {
-                Some(p) => Some(p),
+        let slot = match self.limit() {
+            Some(limit) => match limit.try_take() {
+                Some(slot) => Some(slot),
                 None => return false,
             },
             None => None,
         };
-        self.start(with_permit(permit, fut));
+        self.start(with_slot(slot, fut));
         true
-    }
-
-    fn limit(&self) -> Option<Arc<Semaphore>> {
-        self.inner.limit.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Spawns the subtask; its spawn location is the caller's (`#[track_caller]` all the way).
@@ -318,9 +360,11 @@ impl<E: Send + 'static> Group<E> {
         let inner = self.inner.clone();
         inner.active.fetch_add(1, AcqRel);
         inner.wg.add(1);
+        // Done however the G ends: returned, panicked, or dropped by a runtime shutdown, even
+        // before its first poll (the guard is made here, not in the G's first poll).
+        let done = Done(inner);
         let task = async move {
-            // Done however the G ends: returned, panicked, or dropped by a runtime shutdown.
-            let done = Done(inner);
+            let done = done;
             let outcome = CatchUnwind(fut).await;
             done.0.fail(outcome);
         };
@@ -328,12 +372,9 @@ impl<E: Send + 'static> Group<E> {
     }
 }
 
-/// `fut`, holding `permit` (if any) until it ends.
-async fn with_permit<E>(
-    permit: Option<OwnedSemaphorePermit>,
-    fut: impl Future<Output = Result<(), E>>,
-) -> Result<(), E> {
-    let _permit = permit;
+/// `fut`, holding `slot` (if any) until it ends.
+async fn with_slot<E>(slot: Option<Slot>, fut: impl Future<Output = Result<(), E>>) -> Result<(), E> {
+    let _slot = slot;
     fut.await
 }
 
@@ -341,30 +382,41 @@ impl<E> Inner<E> {
     /// Records a subtask's failure: the first error and the first panic are kept; the first
     /// failure of either kind cancels the context.
     fn fail(&self, outcome: Result<Result<(), E>, Box<dyn Any + Send>>) {
-        let first = {
-            let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-            let had = f.err.is_some() || f.panic.is_some();
-            match outcome {
-                Ok(Ok(())) => return,
-                Ok(Err(e)) => {
-                    if f.err.is_none() {
-                        f.err = Some(e);
-                    }
-                }
-                Err(p) => {
-                    if f.panic.is_none() {
-                        f.panic = Some(p);
-                    }
-                }
-            }
-            !had
+        // Nothing of the user's (a clone, a conversion, a drop) runs under the lock: the error
+        // goes in as an `Arc`, and what is not kept is dropped after.
+        let failure = match outcome {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => Ok(Arc::new(e)),
+            Err(p) => Err(p),
         };
-        // Outside the lock: cancelling runs the context's machinery (wakes its waiters).
-        if first {
-            if let Some(cancel) = &self.cancel {
-                cancel();
-            }
+        let (first, unkept) = {
+            let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+            let first = f.err.is_none() && !f.panicked;
+            let unkept = match failure {
+                Ok(e) if f.err.is_none() => {
+                    f.err = Some(e.clone());
+                    Some(Ok(e))
+                }
+                Ok(e) => Some(Ok(e)),
+                Err(p) if !f.panicked => {
+                    f.panicked = true;
+                    f.panic = Some(p);
+                    None
+                }
+                Err(p) => Some(Err(p)),
+            };
+            (first, unkept)
+        };
+        // The first failure cancels the context, with the error as its cause (a panic's cause
+        // is `Canceled`). Outside the lock: cancelling runs the context's machinery.
+        if let (true, Some(cancel)) = (first, &self.cancel) {
+            let cause = match &unkept {
+                Some(Ok(e)) => Some((cancel.cause)(e)),
+                _ => None,
+            };
+            (cancel.cancel)(cause);
         }
+        drop(unkept);
     }
 }
 
@@ -404,7 +456,7 @@ pub struct Wait<'a, E> {
     wait: goro_sync::futures::Wait<'a>,
 }
 
-impl<E> Future for Wait<'_, E> {
+impl<E: Clone> Future for Wait<'_, E> {
     type Output = Result<(), E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<(), E>> {
@@ -413,15 +465,21 @@ impl<E> Future for Wait<'_, E> {
         // SAFETY: as above.
         ready!(unsafe { Pin::new_unchecked(&mut this.wait) }.poll(cx));
         let inner = &this.group.inner;
+        // Go's `g.cancel(g.err)`: the first failure cancelled with its cause already, so this
+        // one only counts when there was none (a cause of `Canceled`).
         if let Some(cancel) = &inner.cancel {
-            cancel();
+            (cancel.cancel)(None);
         }
-        let (err, panic) = {
+        let (err, panic, panicked) = {
             let mut f = inner.failure.lock().unwrap_or_else(|e| e.into_inner());
-            (f.err.take(), f.panic.take())
+            (f.err.clone(), f.panic.take(), f.panicked)
         };
+        let err = err.map(|e| E::clone(&e));
         if let Some(p) = panic {
             resume_unwind(p);
+        }
+        if panicked {
+            panic!("errgroup: a subtask panicked (its payload went to an earlier wait)");
         }
         Poll::Ready(err.map_or(Ok(()), Err))
     }
