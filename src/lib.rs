@@ -71,9 +71,8 @@ pub mod __private {
 }
 
 pub mod context;
-#[cfg(not(loom))]
 pub mod net;
-#[cfg(all(unix, not(loom)))]
+#[cfg(unix)]
 pub mod signal;
 pub mod time;
 

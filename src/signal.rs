@@ -96,6 +96,8 @@ pub fn try_notify_context(
     parent: &Context,
     signals: impl IntoIterator<Item = impl Borrow<Signal>>,
 ) -> io::Result<(Context, CancelFunc)> {
+    #[cfg(loom)]
+    goro_runtime::refuse_io_in_model("goro::signal");
     let mut sigs: Vec<Signal> = signals.into_iter().map(|s| *s.borrow()).collect();
     sigs.sort_unstable();
     sigs.dedup();

@@ -451,6 +451,8 @@ impl<S: mio::event::Source + fmt::Debug> fmt::Debug for Io<S> {
 /// The addresses `addr` names. A host name goes to the system resolver, which blocks: inside
 /// `goro::syscall`, so the P goes to another M meanwhile (for an IP address, two atomics).
 pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
+    #[cfg(loom)]
+    goro_runtime::refuse_io_in_model("goro::net");
     let addrs: Vec<SocketAddr> = crate::syscall(|| addr.to_socket_addrs().map(Iterator::collect))?;
     if addrs.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "could not resolve to any address"));

@@ -99,6 +99,20 @@ impl Registration {
     /// (`Other`, the error of [`poll_ready`](Registration::poll_ready)); or if the poller
     /// refuses it.
     pub fn new(source: &mut impl mio::event::Source, interest: mio::Interest) -> io::Result<Registration> {
+        // A loom build has no netpoller; `goro::net` compiles there (a crate with a server
+        // binary must build under `--cfg loom` for its model tests), but does nothing.
+        #[cfg(loom)]
+        {
+            let _ = (source, interest);
+            crate::refuse_io_in_model("goro::net");
+            Err(io::Error::other("goro::net is not available in a build with --cfg loom (no netpoller)"))
+        }
+        #[cfg(not(loom))]
+        Registration::register(source, interest)
+    }
+
+    #[cfg(not(loom))]
+    fn register(source: &mut impl mio::event::Source, interest: mio::Interest) -> io::Result<Registration> {
         let shared = crate::m::current(|ctx| ctx.map(|c| c.shared.clone()))
             .ok_or_else(|| io::Error::other("goro::net needs a goro runtime: use it from a G (inside goro::run)"))?;
         let io = Arc::new(ScheduledIo::new());
@@ -165,6 +179,9 @@ impl Registration {
         if !std::mem::take(&mut self.registered) {
             return Ok(());
         }
+        #[cfg(loom)]
+        unreachable!("goro: a registration under loom ({source:p}, {})", self.key);
+        #[cfg(not(loom))]
         self.shared.netpoll.deregister(source, self.key, self.io.clone())
     }
 }
@@ -189,7 +206,7 @@ impl fmt::Debug for Registration {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::task::Waker;

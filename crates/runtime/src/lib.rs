@@ -87,7 +87,6 @@ pub mod fatal;
 mod g;
 mod globrunq;
 mod idle;
-#[cfg(not(loom))]
 pub mod io;
 mod loom;
 mod m;
@@ -117,6 +116,17 @@ mod loom_tests;
 pub use block_on_thread::{block_on_thread, block_on_thread_for};
 #[cfg(loom)]
 pub use model::model;
+
+/// Inside `goro::model`, panics saying that `what` (the facade's `goro::net`, `goro::signal`)
+/// cannot be used in a model; elsewhere does nothing. Those modules exist in a loom build so
+/// that a crate whose binaries use them builds for its model tests. Not a public API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn refuse_io_in_model(what: &str) {
+    if model::active() {
+        model::no_io(what);
+    }
+}
 pub use syscall::syscall;
 
 /// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each crate's

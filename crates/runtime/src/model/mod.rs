@@ -667,6 +667,15 @@ pub(crate) fn no_syscall() -> ! {
     )
 }
 
+/// I/O in a model (`goro::net`, `goro::signal`): not available.
+pub(crate) fn no_io(what: &str) -> ! {
+    panic!(
+        "{what} is not available in goro::model: a model checks goro's Gs, channels, sync types and \
+         timers, not the outside world. Keep the I/O out of the model: let the code under test talk to a \
+         channel, and model a stand-in for the socket on its other end"
+    )
+}
+
 /// `Builder::build` (and so `goro::run`) in a model.
 pub(crate) fn no_runtime() -> ! {
     panic!(

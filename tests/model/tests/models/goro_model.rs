@@ -190,3 +190,22 @@ fn gs_still_running_when_main_returns_are_stopped() {
         assert_eq!(rx.recv().await, Some(1));
     });
 }
+
+/// `goro::net` and `goro::signal` exist in a loom build (a crate whose binary serves TCP must
+/// build for its model tests: this crate's `src/bin/echo.rs` does), and refuse to run in a model
+/// with a message that says why.
+#[test]
+fn net_and_signal_are_not_available() {
+    let msg = failure(|| {
+        goro::model(|| async {
+            let _ = goro::net::TcpListener::bind("127.0.0.1:0").await;
+        })
+    });
+    assert!(msg.contains("goro::net is not available in goro::model"), "{msg}");
+    let msg = failure(|| {
+        goro::model(|| async {
+            let _ = goro::signal::try_notify_context(&Context::background(), [goro::signal::SIGUSR1]);
+        })
+    });
+    assert!(msg.contains("goro::signal is not available in goro::model"), "{msg}");
+}
