@@ -4,6 +4,10 @@
 //! expands to compiles against the facade (`goro::run`, `goro::Builder`, `Runtime::block_on`)
 //! and runs the body as a G.
 
+mod common;
+
+use common::child::{is_child, run_child_status};
+
 #[goro::test]
 async fn runs_the_body_as_a_goroutine() {
     assert_eq!(goro::go(async { 1 }).await.unwrap(), 1);
@@ -154,4 +158,27 @@ async fn a_g_on_a_channel_whose_sender_is_dropped_is_no_leak() {
     goro::go(async move { assert_eq!(rx.recv().await, None) });
     goro::yield_now().await;
     drop(tx);
+}
+
+/// A leak fails the test at the test: the panic's location is the test's, not goro's
+/// `entry.rs` (where a user would look for a bug in goro).
+#[goro::test]
+async fn case_a_leak_points_at_the_test() {
+    if is_child("case_a_leak_points_at_the_test") {
+        let (tx, rx) = goro::chan::<u32>(0);
+        goro::go(async move { rx.recv().await });
+        Box::leak(Box::new(tx));
+    }
+}
+
+#[test]
+fn a_leak_failure_points_at_the_test() {
+    let (status, out) = run_child_status("case_a_leak_points_at_the_test", &[]);
+    assert!(!status.success(), "the leaking test passed:\n{}", out.stderr);
+    assert!(out.stderr.contains("still alive when the test returned"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("panicked at tests/macros.rs:"),
+        "the failure does not point at the test:\n{}",
+        out.stderr
+    );
 }

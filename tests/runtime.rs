@@ -1609,3 +1609,15 @@ fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
         .unwrap();
     });
 }
+
+/// `goro::run` inside a G (a `main` inside a goroutine, which Go has nothing like) built a second
+/// runtime and blocked the G's thread until its future ended, silently. It panics now, naming
+/// the call and what to do instead; `Runtime::block_on` stays available for a second runtime on
+/// purpose (tests/multi_runtime.rs).
+#[test]
+fn run_inside_a_g_panics_saying_what_to_do() {
+    let err = rt(2).block_on(async { goro::go(async { goro::run(async { 1 }) }).await.unwrap_err() });
+    let msg = err.into_panic().downcast::<String>().map(|s| *s).unwrap_or_default();
+    assert!(msg.starts_with("goro::run called inside a goroutine (at tests/runtime.rs:"), "{msg}");
+    assert!(msg.contains("Await the future instead"), "{msg}");
+}

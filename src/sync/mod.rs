@@ -6,6 +6,11 @@
 //!
 //! The futures of the async methods are in [`futures`], out of reach of `use goro::sync::*`
 //! (which would otherwise bring names such as `Wait` and `Lock` into scope).
+//!
+//! `Mutex`, `MutexGuard` and `Once` are Go's names, and std's too: with `use goro::sync::*`
+//! and `use std::sync::*` both in scope, each use of them is ambiguous (rustc warns, and will
+//! refuse). Glob one of the two at most, and name the rest: `use goro::sync::*; use
+//! std::sync::Arc;`.
 
 pub use goro_sync::futures;
 pub use goro_sync::Map;

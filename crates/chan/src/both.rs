@@ -55,7 +55,7 @@ impl<T> Chan<T> {
     ///
     /// ```
     /// let ch = goro::Chan::<u8>::new(2);
-    /// assert_eq!((ch.len(), ch.cap()), (0, 2));
+    /// assert_eq!((ch.len(), ch.capacity()), (0, 2));
     /// ```
     pub fn new(cap: usize) -> Chan<T> {
         let (tx, rx) = chan(cap);
@@ -193,23 +193,19 @@ impl<T> Chan<T> {
         self.rx.is_empty()
     }
 
-    /// The buffer's size (Go's `cap(ch)`; also [`capacity`](Chan::capacity), the name the
-    /// split ends use).
-    ///
-    /// ```
-    /// assert_eq!(goro::Chan::<u8>::new(3).cap(), 3);
-    /// ```
-    pub fn cap(&self) -> usize {
-        self.rx.capacity()
-    }
-
-    /// The buffer's size; the same as [`cap`](Chan::cap).
+    /// The buffer's size (Go's `cap(ch)`): `capacity`, as on [`Sender`] and [`Receiver`].
     ///
     /// ```
     /// assert_eq!(goro::Chan::<u8>::new(3).capacity(), 3);
     /// ```
     pub fn capacity(&self) -> usize {
         self.rx.capacity()
+    }
+
+    /// The old name of [`capacity`](Chan::capacity).
+    #[deprecated(note = "use `capacity()`, the one name for a channel's size on Chan, Sender and Receiver")]
+    pub fn cap(&self) -> usize {
+        self.capacity()
     }
 
     /// A sending end of this channel (Go's conversion to `chan<- T`). While the `Chan` (or any
@@ -280,6 +276,6 @@ impl<T> From<Chan<T>> for (Sender<T>, Receiver<T>) {
 
 impl<T> fmt::Debug for Chan<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Chan").field("cap", &self.cap()).field("len", &self.len()).finish_non_exhaustive()
+        f.debug_struct("Chan").field("capacity", &self.capacity()).field("len", &self.len()).finish_non_exhaustive()
     }
 }

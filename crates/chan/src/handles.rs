@@ -420,13 +420,13 @@ impl<T> Drop for Receiver<T> {
 
 impl<T> fmt::Debug for Sender<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sender").field("cap", &self.chan.cap).finish_non_exhaustive()
+        f.debug_struct("Sender").field("capacity", &self.chan.cap).finish_non_exhaustive()
     }
 }
 
 impl<T> fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Receiver").field("cap", &self.chan.cap).finish_non_exhaustive()
+        f.debug_struct("Receiver").field("capacity", &self.chan.cap).finish_non_exhaustive()
     }
 }
 

@@ -79,7 +79,9 @@ impl<F> Main<F> {
     }
 
     /// A test's leak check, once its body returned: Gs of `rt` still alive after
-    /// [`LEAK_GRACE`] fail the test, with their dump.
+    /// [`LEAK_GRACE`] fail the test, with their dump. The failure's location is the test's
+    /// (`#[track_caller]` up to the macro's call of `run`), where the user looks for the leak.
+    #[track_caller]
     fn check_leaks(&self, rt: &Runtime) {
         if self.leaks.get() == Leaks::Allow {
             return;
@@ -122,7 +124,9 @@ impl<F> Main<F> {
     }
 
     /// The run ended early: a program ends as Go's does (exit status 2, after the report on
-    /// stderr: the panic's was printed when it happened), a test fails.
+    /// stderr: the panic's was printed when it happened), a test fails (at the test, as
+    /// [`check_leaks`](Main::check_leaks)).
+    #[track_caller]
     fn ended(&self, ending: Ending) -> ! {
         match (self.kind, ending) {
             (Kind::Main, ending) => {
@@ -202,6 +206,7 @@ pub trait RunOnThread {
 impl<F: Future> RunOnThread for &Main<F> {
     type Output = F::Output;
 
+    #[track_caller]
     fn run(&self) -> F::Output {
         let (rt, future) = self.parts();
         self.sigquit();

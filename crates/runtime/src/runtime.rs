@@ -579,9 +579,21 @@ impl Drop for LeaveBlockOn<'_> {
 /// ```
 ///
 /// # Panics
-/// If the runtime cannot be built (the OS refuses a thread), or if `future` panics.
+/// If the runtime cannot be built (the OS refuses a thread), or if `future` panics. Inside a
+/// goro runtime (in a G, or in the main future of `run`): Go has nothing like a `main` inside a
+/// goroutine, and this would build a second runtime and block the G's thread until the future
+/// ended. Await the future there instead; a second runtime on purpose is
+/// `Builder::new().build()?.block_on(fut)`.
 #[track_caller]
 pub fn run<F: Future>(future: F) -> F::Output {
+    if crate::m::current(|ctx| ctx.is_some()) {
+        panic!(
+            "goro::run called inside a goroutine (at {}): it would start a second runtime and block this G's \
+             thread until the future ends. Await the future instead (or start it with goro::go); for a second \
+             runtime on purpose, use goro::Builder::new().build() and Runtime::block_on",
+            Location::caller()
+        );
+    }
     let rt = Builder::new().build().unwrap_or_else(|e| panic!("goro::run: cannot build the runtime: {e}"));
     rt.block_on(future)
 }

@@ -40,8 +40,9 @@
 ///
 /// Arms are written as in `match`: an arm whose body is a block `{ .. }` needs no comma after
 /// it; any other body is followed by a comma (optional after the last arm). Unlike `match`, a
-/// body that is a bare `match`, `if` or loop expression needs the comma too (or braces). A case that does not parse
-/// is reported at its first wrong token, with what was expected there.
+/// body that is a bare `match`, `if` or loop expression needs the comma too (or braces). An
+/// expression arm that runs into the next case without its comma is reported as such; any other
+/// case that does not parse is reported at its first wrong token, with what was expected there.
 ///
 /// A case's channel may be a `Receiver`/`Sender`, a [`Chan`](crate::Chan), a reference to one,
 /// or an `Option` of either: `None` is Go's nil channel, never ready. A case names a channel,
@@ -239,12 +240,61 @@ macro_rules! __select_parse {
     (@wait block $f:ident) => { $crate::select::block_on($f) };
 }
 
-/// The grammar of one `select!` case, alone: matched against a case that `select!` could not
-/// parse, so that the compiler's error points at the token of that case that is wrong (its
-/// note says what the grammar expected there). Not a public API.
+/// One `select!` case that `select!` could not parse, alone. An expression arm followed by the
+/// next case without a comma (the usual slip: Go's `case` needs none) is said as such; anything
+/// else is matched against the bare grammar ([`__select_case_grammar!`]), so that the
+/// compiler's error points at the token of that case that is wrong (its note says what the
+/// grammar expected there). Not a public API.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_case {
+    (recv $args:tt -> $v:pat => $($body:tt)+) => {
+        $crate::__select_case!(@comma [recv $args -> $v =>] [] $($body)+)
+    };
+    (send $args:tt -> $v:pat => $($body:tt)+) => {
+        $crate::__select_case!(@comma [send $args -> $v =>] [] $($body)+)
+    };
+    (default => $($body:tt)+) => {
+        $crate::__select_case!(@comma [default =>] [] $($body)+)
+    };
+    // Looking through the arm's body, token by token, for the start of a next case.
+    (@comma $case:tt [$($seen:tt)+] recv ($($a:tt)*) $($rest:tt)*) => {
+        $crate::__select_missing_comma!($($seen)+)
+    };
+    (@comma $case:tt [$($seen:tt)+] send ($($a:tt)*) $($rest:tt)*) => {
+        $crate::__select_missing_comma!($($seen)+)
+    };
+    (@comma $case:tt [$($seen:tt)+] default => $($rest:tt)*) => {
+        $crate::__select_missing_comma!($($seen)+)
+    };
+    (@comma $case:tt [$($seen:tt)*] $t:tt $($rest:tt)*) => {
+        $crate::__select_case!(@comma $case [$($seen)* $t] $($rest)*)
+    };
+    (@comma [$($case:tt)*] [$($seen:tt)*]) => {
+        $crate::__select_case_grammar!($($case)* $($seen)*)
+    };
+    ($($other:tt)*) => {
+        $crate::__select_case_grammar!($($other)*)
+    };
+}
+
+/// The error of an arm whose body runs into the next case without a comma. Not a public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_missing_comma {
+    ($($body:tt)+) => {
+        ::core::compile_error!(::core::concat!(
+            "goro::select!: expected `,` after the arm `",
+            ::core::stringify!($($body)+),
+            "`: an arm whose body is not a block `{ .. }` is followed by a comma before the next case"
+        ))
+    };
+}
+
+/// The grammar of one `select!` case, alone (see [`__select_case!`]). Not a public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_case_grammar {
     (recv($rx:expr) -> $v:pat => $body:expr $(, $($rest:tt)*)?) => {
         ::core::compile_error!("goro::select!: a block arm must be followed by a comma or the next case")
     };
