@@ -253,28 +253,35 @@ impl Timer {
         self.raw.raw.as_ref().expect("a live Timer has its timer")
     }
 
-    /// Stops the timer (Go's `Stop`): returns `true` if this call stopped it, `false` if it had
-    /// already fired or been stopped. A value the timer sent and nobody received yet is
-    /// discarded, so `c` delivers nothing stale afterwards (Go 1.23).
+    /// Stops the timer (Go's `Stop`), with Go 1.23's channel semantics: returns `true` if this
+    /// call kept a value from being received, either because the timer had not fired yet or
+    /// because the value it sent is still unreceived in `c` (which is then drained: `c`
+    /// delivers nothing stale afterwards); `false` if it had been stopped, or its value was
+    /// received. So after `false` nothing is lost: whoever received the value has it, and a
+    /// `Stop`-then-drain written for older Go (`if !t.Stop() { <-t.C }`) only blocks if the
+    /// value was already received by that same code.
     ///
     /// ```
     /// use std::time::Duration;
     /// goro::run(async {
     ///     let t = goro::time::Timer::new(Duration::ZERO);
     ///     goro::time::sleep(Duration::from_millis(5)).await; // it fires meanwhile
-    ///     assert!(!t.stop());
+    ///     assert!(t.stop(), "its value was not received: stop kept it from being");
     ///     assert!(t.c.try_recv().is_err(), "the unreceived value is gone");
+    ///     assert!(!t.stop(), "already stopped");
     /// });
     /// ```
     pub fn stop(&self) -> bool {
-        let was = self.raw().stop();
-        let _ = self.c.try_recv();
-        was
+        let armed = self.raw().stop();
+        // After `stop` returns the arming cannot fire any more (its send is done or never
+        // happens), so a value still in `c` is the last one.
+        let unreceived = self.c.try_recv().is_ok();
+        armed || unreceived
     }
 
-    /// Re-arms the timer to fire after `d` (Go's `Reset`): returns `true` if it was armed,
-    /// `false` if it had fired or been stopped. As for [`stop`](Timer::stop), a value from the
-    /// earlier arming that nobody received is discarded.
+    /// Re-arms the timer to fire after `d` (Go's `Reset`): returns `true` if the earlier arming
+    /// was pending (not fired, or fired with its value still unreceived, which is discarded),
+    /// `false` if it had been stopped or its value received; as [`stop`](Timer::stop).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -288,10 +295,10 @@ impl Timer {
     /// ```
     pub fn reset(&self, d: Duration) -> bool {
         let raw = self.raw();
-        let was = raw.stop();
-        let _ = self.c.try_recv();
+        let armed = raw.stop();
+        let unreceived = self.c.try_recv().is_ok();
         raw.reset(now().checked_add(d), None);
-        was
+        armed || unreceived
     }
 
     /// The channel, for a timer nobody will stop (what [`after`] returns). The timer runs on

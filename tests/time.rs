@@ -418,8 +418,8 @@ fn timer_stop_before_fire() {
     });
 }
 
-/// A timer that fired but whose value nobody received: `stop` returns false and the value is
-/// gone (Go 1.23: no stale value after Stop).
+/// A timer that fired but whose value nobody received: `stop` returns true (it kept the value
+/// from being received) and the value is gone (Go 1.23: no stale value after Stop).
 #[test]
 fn timer_stop_after_fire_discards_the_value() {
     let _w = watchdog("timer_stop_after_fire_discards_the_value", LIMIT);
@@ -427,7 +427,7 @@ fn timer_stop_after_fire_discards_the_value() {
         for d in [Duration::ZERO, MS] {
             let t = Timer::new(d);
             yield_until("the timer to fire", || t.c.len() == 1).await;
-            assert!(!t.stop(), "stop after the timer fired returned true");
+            assert!(t.stop(), "stop of a fired timer whose value nobody received returned false");
             assert_eq!(t.c.try_recv(), Err(TryRecvError::Empty), "the unreceived value survived stop");
             assert!(!t.stop());
             assert!(!arrives_within(&t.c, 10 * MS).await, "a stopped timer delivered");
@@ -435,9 +435,10 @@ fn timer_stop_after_fire_discards_the_value() {
     });
 }
 
-/// Go's TestReset, with exact bounds: `reset` returns true for a pending timer and false for a
-/// fired or stopped one, re-arms in every case, and the value that arrives is the new arming's
-/// (never the old one's, received or not).
+/// Go's TestReset, with exact bounds: `reset` returns true for a pending timer (not fired, or
+/// fired with its value unreceived: Go 1.23) and false for one stopped or whose value was
+/// received, re-arms in every case, and the value that arrives is the new arming's (never the
+/// old one's, received or not).
 #[test]
 fn timer_reset_return_values() {
     let _w = watchdog("timer_reset_return_values", LIMIT);
@@ -456,12 +457,12 @@ fn timer_reset_return_values() {
         let v = recv_within(&t.c, d + SLACK, "re-armed expired timer").await;
         assert!(v >= r + d);
 
-        // Fired, not received: false; the stale value is dropped, the next one is new.
+        // Fired, not received: true; the stale value is dropped, the next one is new.
         let created = Instant::now();
         assert!(!t.reset(Duration::ZERO));
         yield_until("the timer to fire", || t.c.len() == 1).await;
         let r = Instant::now();
-        assert!(!t.reset(2 * d), "resetting a fired, unreceived timer returned true");
+        assert!(t.reset(2 * d), "resetting a fired, unreceived timer returned false");
         let v = recv_within(&t.c, 2 * d + SLACK, "re-armed fired timer").await;
         assert!(v >= r + 2 * d, "got the stale value from {:?}", v - created);
 
@@ -1148,4 +1149,307 @@ fn after_func_reset_after_it_ran_runs_f_again() {
         assert_eq!(recv_within(&rx, SLACK, "second run").await, 1);
         assert!(t.stop() || rx.try_recv().is_err());
     });
+}
+
+// ---- Go's own tests of timer channels (src/time/tick_test.go, sleep_test.go), as a Go user
+// ports them: Go 1.23's synchronous timer channels (GODEBUG asynctimerchan=0). ----
+
+/// What Go's `testTimerChan` needs of a `*Timer` or a `*Ticker`: `Stop` and `Reset` that say
+/// whether a value was pending, and the channel.
+trait GoTimer {
+    fn stop(&self) -> bool;
+    fn reset(&self, d: Duration) -> bool;
+    fn c(&self) -> &Receiver<Instant>;
+    fn is_ticker(&self) -> bool;
+}
+
+impl GoTimer for Timer {
+    fn stop(&self) -> bool {
+        Timer::stop(self)
+    }
+    fn reset(&self, d: Duration) -> bool {
+        Timer::reset(self, d)
+    }
+    fn c(&self) -> &Receiver<Instant> {
+        &self.c
+    }
+    fn is_ticker(&self) -> bool {
+        false
+    }
+}
+
+/// Go's `tickerTimer`: a Ticker whose `Stop` and `Reset` return bools, as the test's does.
+struct TickerTimer {
+    ticker: Ticker,
+    stopped: std::cell::Cell<bool>,
+}
+
+impl GoTimer for TickerTimer {
+    fn stop(&self) -> bool {
+        let pending = !self.stopped.replace(true);
+        self.ticker.stop();
+        pending
+    }
+    fn reset(&self, d: Duration) -> bool {
+        let pending = !self.stopped.replace(false);
+        self.ticker.reset(d);
+        pending
+    }
+    fn c(&self) -> &Receiver<Instant> {
+        &self.ticker.c
+    }
+    fn is_ticker(&self) -> bool {
+        true
+    }
+}
+
+const NS: Duration = Duration::from_nanos(1);
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Go's `testTimerChan` with `synctimerchan` true.
+async fn test_timer_chan(tim: &impl GoTimer) {
+    let c = tim.c();
+    let is_ticker = tim.is_ticker();
+    // Retry parameters. Enough to deflake even on slow machines.
+    let sched = 10 * MS;
+    let tries = 100;
+    let no_tick = || assert!(c.try_recv().is_err(), "extra tick");
+    let assert_tick = || async {
+        if c.try_recv().is_ok() {
+            return;
+        }
+        for _ in 0..tries {
+            sleep(sched).await;
+            if c.try_recv().is_ok() {
+                return;
+            }
+        }
+        panic!("missing tick");
+    };
+    let not_done = |done: &Receiver<bool>| assert!(done.try_recv() == Err(TryRecvError::Empty), "early done");
+    let wait_done = |done: Receiver<bool>| async move {
+        for _ in 0..tries {
+            sleep(sched).await;
+            if done.try_recv() != Err(TryRecvError::Empty) {
+                return;
+            }
+        }
+        panic!("never got done");
+    };
+
+    // Test simple stop; timer never in heap.
+    tim.stop();
+    no_tick();
+
+    // Test modify of timer not in heap.
+    tim.reset(10000 * Duration::from_secs(1));
+    no_tick();
+
+    // Test modify of timer in heap.
+    tim.reset(NS);
+    sleep(sched).await;
+    assert_tick().await;
+
+    // Sleep long enough that a second tick must happen if this is a ticker.
+    // Test that Reset does not lose the tick that should have happened.
+    sleep(sched).await;
+    tim.reset(10000 * Duration::from_secs(1));
+    no_tick();
+
+    // Reset timer in heap (already reset above, but just in case).
+    tim.reset(10000 * Duration::from_secs(1));
+
+    // Test stop while timer in heap (because goroutine is blocked on <-C).
+    let (done_tx, done) = goro::chan::<bool>(0);
+    not_done(&done);
+    let c2 = c.clone();
+    goro::go(async move {
+        c2.recv().await;
+        drop(done_tx); // close(done)
+    });
+    sleep(sched).await;
+    not_done(&done);
+
+    // Test reset far away while timer in heap.
+    tim.reset(20000 * Duration::from_secs(1));
+    sleep(sched).await;
+    not_done(&done);
+
+    // Test imminent reset while in heap.
+    tim.reset(NS);
+    wait_done(done).await;
+
+    // If this is a ticker, another tick should have come in already (they are 1ns apart). If
+    // a timer, it should have stopped.
+    if is_ticker {
+        assert_tick().await;
+    } else {
+        no_tick();
+    }
+
+    tim.stop();
+    no_tick();
+
+    // Again using select and with two goroutines waiting.
+    tim.reset(10000 * Duration::from_secs(1));
+    let (done_tx, done) = goro::chan::<bool>(2);
+    let (stop_tx, stop) = goro::chan::<bool>(0);
+    let mut finished = Vec::new();
+    for _ in 0..2 {
+        let (c, done_tx, stop) = (c.clone(), done_tx.clone(), stop.clone());
+        let (closed_tx, closed) = goro::chan::<bool>(0);
+        finished.push(closed);
+        goro::go(async move {
+            goro::select! {
+                recv(c) -> _ => done_tx.send(true).await.unwrap(),
+                recv(stop) -> _ => {}
+            }
+            drop(closed_tx);
+        });
+    }
+    sleep(sched).await;
+    not_done(&done);
+    tim.reset(sched / 2);
+    sleep(sched).await;
+    wait_done(done.clone()).await;
+    tim.stop();
+    drop(stop_tx); // close(stop)
+    for closed in finished {
+        wait_done(closed).await;
+    }
+    if is_ticker {
+        // An extra send might have sent done again (handled by buffering done above).
+        let _ = done.try_recv();
+        // An extra send after that might have filled C.
+        let _ = c.try_recv();
+    }
+    not_done(&done);
+
+    // Test enqueueTimerChan when timer is stopped.
+    let (stop_tx, stop) = goro::chan::<bool>(0);
+    let (done_tx, done) = goro::chan::<bool>(2);
+    for _ in 0..2 {
+        let (c, done_tx, stop) = (c.clone(), done_tx.clone(), stop.clone());
+        goro::go(async move {
+            goro::select! {
+                recv(c) -> _ => panic!("unexpected data"),
+                recv(stop) -> _ => {}
+            }
+            done_tx.send(true).await.unwrap();
+        });
+    }
+    sleep(sched).await;
+    drop(stop_tx);
+    wait_done(done.clone()).await;
+    wait_done(done).await;
+
+    // Test that Stop and Reset block old values from being received (go.dev/issue/37196).
+    tim.reset(NS);
+    sleep(10 * MS).await;
+    assert!(tim.stop(), "tim.Stop() = false, want true");
+    no_tick();
+
+    tim.reset(HOUR);
+    no_tick();
+    assert!(tim.reset(NS), "tim.Reset() = false, want true");
+    assert_tick().await;
+    sleep(10 * MS).await;
+    if is_ticker {
+        assert_tick().await;
+        sleep(10 * MS).await;
+    } else {
+        no_tick();
+    }
+    assert_eq!(tim.reset(HOUR), is_ticker, "tim.Reset(Hour)");
+    no_tick();
+}
+
+/// Go's `TestChan`, Go 1.23's synchronous channels: a Timer and a Ticker.
+#[test]
+fn test_chan() {
+    let _w = watchdog("test_chan", LIMIT);
+    rt(2).block_on(async {
+        let tim = Timer::new(10000 * Duration::from_secs(1));
+        test_timer_chan(&tim).await;
+        let tim = TickerTimer { ticker: Ticker::new(10000 * Duration::from_secs(1)), stopped: Default::default() };
+        test_timer_chan(&tim).await;
+    });
+}
+
+/// Go's `testStopResetResult`: two 1 ms timers race in a select, 1000 Gs times 100; the loser is
+/// stopped (or reset), and when that says it was not pending, its value must be there to
+/// receive. In goro the read used to block forever: `stop` said "fired" and drained the value.
+fn test_stop_reset_result(test_stop: bool) {
+    let _w = watchdog(if test_stop { "test_stop_result" } else { "test_reset_result" }, LIMIT);
+    rt(2).block_on(async move {
+        let stop_or_reset = move |t: &Timer| if test_stop { t.stop() } else { t.reset(HOUR) };
+        let (start_tx, start) = goro::chan::<()>(0);
+        let wg = WaitGroup::new();
+        const N: usize = 1000;
+        wg.add(N as isize);
+        for _ in 0..N {
+            let (wg, start) = (wg.clone(), start.clone());
+            goro::go(async move {
+                start.recv().await;
+                for _ in 0..100 {
+                    let timer1 = Timer::new(MS);
+                    let timer2 = Timer::new(MS);
+                    goro::select! {
+                        recv(timer1.c) -> _ => {
+                            if !stop_or_reset(&timer2) {
+                                // The test fails if this channel read times out.
+                                recv_within(&timer2.c, HANG, "timer2 after stop/reset said fired").await;
+                            }
+                        }
+                        recv(timer2.c) -> _ => {
+                            if !stop_or_reset(&timer1) {
+                                recv_within(&timer1.c, HANG, "timer1 after stop/reset said fired").await;
+                            }
+                        }
+                    }
+                }
+                wg.done();
+            });
+        }
+        drop(start_tx); // close(start)
+        wg.wait().await;
+    });
+}
+
+/// Go's `TestStopResult`.
+#[test]
+fn test_stop_result() {
+    test_stop_reset_result(true);
+}
+
+/// Go's `TestResetResult`.
+#[test]
+fn test_reset_result() {
+    test_stop_reset_result(false);
+}
+
+/// Go's `TestTickerStress`, at 1 and 2 Ps: a G loops on `Sleep(1ns)` while main takes 100 ticks
+/// of a 1 ns ticker. goro's `sleep` of a deadline already passed returned at once, so at 1 P the
+/// loop never gave the P back and main never ran (Go's `Sleep(1ns)` parks).
+#[test]
+fn test_ticker_stress() {
+    let _w = watchdog("test_ticker_stress", LIMIT);
+    for procs in [1, 2] {
+        rt(procs).block_on(async {
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let sleeper = goro::go(async move {
+                while !s.load(SeqCst) {
+                    sleep(NS).await;
+                }
+            });
+            let ticker = Ticker::new(NS);
+            for _ in 0..100 {
+                ticker.c.recv().await.unwrap();
+            }
+            ticker.stop();
+            stop.store(true, SeqCst);
+            sleeper.await.unwrap();
+        });
+    }
 }

@@ -4,7 +4,7 @@
 //! that way, so goro keeps Go's trigger and changes the mechanism. sysmon sets the running P's
 //! `preempt` flag when the same G (or `runnext` chain) has had it for a whole time slice; every
 //! yield point of goro (each channel operation, `select!`, lock acquisition, `WaitGroup::wait`,
-//! `yield_now`) asks [`should_yield`] first, and if the flag is up it clears it, wakes its own
+//! `sleep`, a join, a socket operation, `yield_now`) asks [`should_yield`] first, and if the flag is up it clears it, wakes its own
 //! task and returns `Pending` once: the G goes to the back of the run queue, behind the Gs that
 //! waited. A G that never reaches a yield point (a CPU-bound loop, or a call that blocks the
 //! thread) is dealt with by sysmon's hand-off instead.

@@ -41,7 +41,9 @@ fn nanos(sh: &Shared, deadline: Option<Instant>) -> Nanos {
 }
 
 /// Waits until `duration` has passed (Go's `time.Sleep`). A zero duration returns at once
-/// without yielding, as in Go.
+/// without yielding, as in Go; any other gives up the P at least once, even if it has passed
+/// by the time the sleep is first polled (Go's `Sleep(1ns)` parks), so a loop on a tiny sleep
+/// lets the other Gs run.
 ///
 /// Must be awaited in a G (inside [`goro::run`](crate::run)): the timer lives on the runtime.
 ///
@@ -54,12 +56,14 @@ fn nanos(sh: &Shared, deadline: Option<Instant>) -> Nanos {
 /// });
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_at(now().checked_add(duration))
+    let on_elapsed = if duration.is_zero() { OnElapsed::Return } else { OnElapsed::YieldOnce };
+    sleep_at(now().checked_add(duration), on_elapsed)
 }
 
-fn sleep_at(deadline: Option<Instant>) -> Sleep {
+fn sleep_at(deadline: Option<Instant>, on_elapsed: OnElapsed) -> Sleep {
     Sleep {
         deadline,
+        on_elapsed,
         timer: None,
         #[cfg(loom)]
         model: None,
@@ -77,7 +81,7 @@ fn sleep_at(deadline: Option<Instant>) -> Sleep {
 /// });
 /// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    sleep_at(Some(deadline))
+    sleep_at(Some(deadline), OnElapsed::Return)
 }
 
 /// The future of [`sleep`] and [`sleep_until`].
@@ -100,6 +104,8 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 pub struct Sleep {
     /// `None`: further than the clock can represent (never fires).
     deadline: Option<Instant>,
+    /// What it does if the deadline has passed when it is polled, before it armed a timer.
+    on_elapsed: OnElapsed,
     /// Made on the first poll that has to wait, with the runtime whose heap it is armed on
     /// (the future may be dropped or reset on another runtime's thread).
     timer: Option<(StdArc<TimerCore>, StdArc<Shared>)>,
@@ -162,6 +168,18 @@ impl Sleep {
     }
 }
 
+/// What a [`Sleep`] whose deadline passed before it armed a timer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnElapsed {
+    /// Returns (`sleep(0)`, `sleep_until` an instant past): a yield point all the same, once
+    /// sysmon asked the G to yield (`coop::poll_proceed`).
+    Return,
+    /// Gives up the P once first (`sleep(d)`, `d > 0`): Go's `Sleep` parks however short, and a
+    /// loop on `sleep(1ns)` whose deadline has always passed by the first poll would otherwise
+    /// never let the Gs queued behind it run on its P.
+    YieldOnce,
+}
+
 impl Future for Sleep {
     type Output = ();
 
@@ -176,6 +194,12 @@ impl Future for Sleep {
             return if t.set_waker(cx.waker()) { Poll::Pending } else { Poll::Ready(()) };
         }
         if this.deadline.is_some_and(|d| d <= now()) {
+            if this.on_elapsed == OnElapsed::YieldOnce {
+                this.on_elapsed = OnElapsed::Return;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            std::task::ready!(crate::coop::poll_proceed(cx));
             return Poll::Ready(());
         }
         let sh = current("goro::time::sleep");

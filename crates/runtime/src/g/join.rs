@@ -155,6 +155,9 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // A yield point, even for a G that has finished (a loop joining finished Gs must still
+        // let others run once sysmon asks); nothing is taken before it.
+        std::task::ready!(crate::coop::poll_proceed(cx));
         let polled = self.poll_join(cx);
         if polled.is_pending() {
             crate::set_wait_reason(crate::WaitReason::Join);
