@@ -1,7 +1,8 @@
 //! What waits for work, and who looks for it: the idle Ps (Go's `sched.pidle`, `npidle`), the
 //! sleeping Ms (`sched.midle`, `nmidle`), the spinning count (`sched.nmspinning`), and two lists
 //! of goro's own: the Ms back from a syscall that wait for a P, and the spare P slots that
-//! replace a P whose M is stuck in one poll (see `sysmon`).
+//! replace a P whose M is stuck in one poll (see `sysmon`). Beside them, the count of Ms inside
+//! a syscall that no P shows ([`SyscallsWithoutP`]), for `checkdead`.
 //!
 //! The lists live under one lock, the scheduler lock (Go's `sched.lock`): [`Idle::lock`] returns
 //! the [`Locked`] view, whose methods are Go's `pidleget`/`pidleput`/`mget`/`mput`. Each counter
@@ -73,6 +74,35 @@ impl M {
     /// This M goes to sleep in the netpoller (`true`) or is back from it.
     pub(crate) fn set_in_netpoll(&self, on: bool) {
         self.in_netpoll.store(on, SeqCst);
+    }
+}
+
+/// The Ms inside `goro::syscall` whose P no longer shows it: sysmon retook the P
+/// (`sysmon::retake_syscall`), or the M gave it up on entering because sysmon had detached it.
+/// `checkdead` takes a runtime with such an M for a running one.
+///
+/// Counted on the cold paths only, so that the fast path (the M takes its own P back) costs no
+/// shared write: the retake counts the M *before* its CAS takes the P (and uncounts it if the
+/// M's own CAS won), and the M uncounts itself once it holds a P again (or, at shutdown, goes
+/// on without one). So from the moment the P stops saying `P_SYSCALL` until the M runs with a
+/// P again, the count is at least one; the loom model
+/// `loom_tests::checkdead::loom_checkdead_vs_syscall` checks the check against both.
+#[derive(Default)]
+pub(crate) struct SyscallsWithoutP(AtomicUsize);
+
+impl SyscallsWithoutP {
+    pub(crate) fn enter(&self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+
+    pub(crate) fn leave(&self) {
+        let was = self.0.fetch_sub(1, SeqCst);
+        debug_assert!(was > 0, "goro: an M left a syscall it was not counted in");
+    }
+
+    /// Whether some M is inside a syscall without a P.
+    pub(crate) fn any(&self) -> bool {
+        self.0.load(SeqCst) != 0
     }
 }
 

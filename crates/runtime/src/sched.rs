@@ -115,7 +115,7 @@ pub(crate) struct Shared {
     pub(crate) netpoll: Netpoll,
     pub(crate) sysmon: SysmonShared,
     /// Ms inside `goro::syscall` that no P shows (see `syscall`).
-    pub(crate) syscalls_without_p: crate::syscall::SyscallsWithoutP,
+    pub(crate) syscalls_without_p: crate::idle::SyscallsWithoutP,
     /// Polls that blocked their thread long enough for sysmon to hand their P off.
     pub(crate) blocked_polls: AtomicU64,
     /// Preemption requests sysmon made.

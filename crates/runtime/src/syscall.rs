@@ -17,44 +17,14 @@
 //! An M inside the call is never idle, whatever became of its P: Go's `checkdead` counts it as
 //! running, and never reports a deadlock while a goroutine is in a syscall (the call may
 //! return and wake everybody). goro sees such an M through its P while the P is `P_SYSCALL`,
-//! and through [`SyscallsWithoutP`] once the P is gone.
+//! and through [`SyscallsWithoutP`](crate::idle::SyscallsWithoutP) once the P is gone.
 //!
 //! Entering is a CAS too (`P_RUNNING` → `P_SYSCALL`): if the poll that makes the call blocked
 //! its thread before it, sysmon may have detached the P (a spare took its place, see
 //! `sysmon::detach`); the M then gives the P up as a spare at once and, returning, takes any
 //! idle P.
 
-use crate::loom::{AtomicUsize, Ordering::SeqCst};
 use crate::m::{MCtx, SyscallP};
-
-/// The Ms inside `goro::syscall` whose P no longer shows it: sysmon retook the P
-/// (`sysmon::retake_syscall`), or the M gave it up on entering because sysmon had detached it.
-/// `checkdead` takes a runtime with such an M for a running one.
-///
-/// Counted on the cold paths only, so that the fast path (the M takes its own P back) costs no
-/// shared write: the retake counts the M *before* its CAS takes the P (and uncounts it if the
-/// M's own CAS won), and the M uncounts itself once it holds a P again (or, at shutdown, goes
-/// on without one). So from the moment the P stops saying `P_SYSCALL` until the M runs with a
-/// P again, the count is at least one; the loom model
-/// `loom_tests::checkdead::loom_checkdead_vs_syscall` checks the check against both.
-#[derive(Default)]
-pub(crate) struct SyscallsWithoutP(AtomicUsize);
-
-impl SyscallsWithoutP {
-    pub(crate) fn enter(&self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-
-    pub(crate) fn leave(&self) {
-        let was = self.0.fetch_sub(1, SeqCst);
-        debug_assert!(was > 0, "goro: an M left a syscall it was not counted in");
-    }
-
-    /// Whether some M is inside a syscall without a P.
-    pub(crate) fn any(&self) -> bool {
-        self.0.load(SeqCst) != 0
-    }
-}
 
 /// Runs `f`, a call that may block its thread (file I/O, a blocking library call, a lock held
 /// by another thread), letting the runtime hand this G's P to another M meanwhile, so the Gs
