@@ -1621,3 +1621,31 @@ fn run_inside_a_g_panics_saying_what_to_do() {
     assert!(msg.starts_with("goro::run called inside a goroutine (at tests/runtime.rs:"), "{msg}");
     assert!(msg.contains("Await the future instead"), "{msg}");
 }
+
+/// At the thread limit (`max_threads(1)`, 2 Ps: the limit leaves one P without a thread of its
+/// own most of the time), Gs that spawn and make syscalls (whose Ps sysmon hands off, wanting
+/// an M it may not start) all finish: work that wanted a thread waits for one, never for good
+/// (the loom model `loom_sched_handoff_at_the_thread_limit_strands_nothing` has the race).
+#[test]
+fn the_thread_limit_strands_no_work() {
+    let _w = watchdog("the_thread_limit_strands_no_work", LIMIT);
+    let rt = goro::Builder::new().max_procs(2).max_threads(1).build().unwrap();
+    let done = rt.block_on(async {
+        let wg = goro::sync::WaitGroup::new();
+        let n = Arc::new(AtomicUsize::new(0));
+        for i in 0..2_000 {
+            let n = n.clone();
+            drop(wg.go(async move {
+                if i % 50 == 0 {
+                    goro::syscall(|| std::thread::sleep(Duration::from_millis(2)));
+                }
+                let inner = goro::go(async { goro::yield_now().await });
+                inner.await.unwrap();
+                n.fetch_add(1, SeqCst);
+            }));
+        }
+        wg.wait().await;
+        n.load(SeqCst)
+    });
+    assert_eq!(done, 2_000);
+}

@@ -147,6 +147,9 @@ struct Lists {
     main_waiters: Vec<StdArc<M>>,
     /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
     spare: Vec<usize>,
+    /// An M was wanted for a P and none could be started (`Builder::max_threads`): the next M
+    /// that would go to sleep looks for work once more instead (see [`Locked::want_m`]).
+    m_wanted: bool,
 }
 
 /// The lists, with the scheduler lock held.
@@ -165,6 +168,7 @@ impl Idle {
                 syscall_waiters: Vec::new(),
                 main_waiters: Vec::new(),
                 spare: (procs..slots).rev().collect(),
+                m_wanted: false,
             }),
             npidle: CachePadded::new(AtomicUsize::new(procs)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
@@ -239,6 +243,21 @@ impl Locked<'_> {
     pub(crate) fn pidleput(&mut self, p: usize) {
         self.lists.pidle.push(p);
         self.idle.npidle.fetch_add(1, SeqCst);
+    }
+
+    /// `startm` could not start an M for an idle P (the thread limit): the next M that goes to
+    /// sleep takes an idle P and looks for work once more instead. Go dies here ("thread
+    /// exhaustion"); goro goes on, and without this the P's queued Gs waited for an M that
+    /// never came: the M that would have run them was between giving its P up and sleeping,
+    /// not yet on the idle list (loom model
+    /// `loom_tests::sched::loom_sched_handoff_at_the_thread_limit_strands_nothing`).
+    pub(crate) fn want_m(&mut self) {
+        self.lists.m_wanted = true;
+    }
+
+    /// Takes the request of [`want_m`](Self::want_m), if any.
+    pub(crate) fn take_m_wanted(&mut self) -> bool {
+        std::mem::take(&mut self.lists.m_wanted)
     }
 
     /// Go's `mget`: a sleeping M, taken off the list.

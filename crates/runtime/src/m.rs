@@ -900,13 +900,21 @@ impl MCtx {
 
     /// Go's `stopm`: sleep in the idle-M list until handed a P (then `None`: go on scheduling),
     /// or until this M's main future is woken or the runtime shuts down.
-    fn stopm(&self) -> Option<Found> {
+    pub(crate) fn stopm(&self) -> Option<Found> {
         let sh = &*self.shared;
         debug_assert!(self.p.get().is_none());
         {
             let mut idle = sh.idle.lock();
             if let Some(found) = self.stop_reason() {
                 return Some(found);
+            }
+            // An M was wanted and could not be started (the thread limit): be it.
+            if idle.take_m_wanted() {
+                if let Some(p) = sh.pidleget_locked(&mut idle) {
+                    drop(idle);
+                    self.acquirep(p);
+                    return None;
+                }
             }
             idle.mput(self.m.clone());
         }

@@ -81,6 +81,13 @@ impl Builder {
 
     /// The most OS threads the runtime may start (Go's `debug.SetMaxThreads`, default 10 000).
     ///
+    /// Go kills the program when it needs more (`fatal error: thread exhaustion`); goro, a
+    /// library inside someone's process, does not: it says so once on stderr (`goro: runtime
+    /// exceeded N threads`) and goes on with the threads it has. Work that wanted a new thread
+    /// waits for one of them, and is never stranded: the next thread that runs out of work takes
+    /// it before it sleeps. What can stall is a program whose every thread is blocked (in
+    /// `goro::syscall`, or in plain blocking calls) waiting for such work.
+    ///
     /// ```
     /// let rt = goro::Builder::new().max_procs(2).max_threads(64).build().unwrap();
     /// rt.block_on(async {});

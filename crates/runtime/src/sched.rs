@@ -467,14 +467,27 @@ impl Shared {
         };
         drop(threads);
         if let Some(msg) = refused {
-            // Go throws here; a library should not abort the process. The P goes back to the
-            // idle list and the work waits for a running M.
+            // Go throws here ("thread exhaustion"); a library should not abort the process.
             crate::config::warn_once(&msg);
         }
         if spinning == Spinning::Yes {
             self.idle.spinning_stop();
         }
-        self.pidleput(p);
+        // The P goes to an M that went to sleep since `startm` looked; else back to the idle
+        // list, with its work owed to the next M that would sleep (or to the one asleep in the
+        // netpoller, which is on no list).
+        let mut idle = self.idle.lock();
+        if let Some(m) = idle.mget() {
+            self.count_wakeup(Spinning::No);
+            m.hand(p, Spinning::No);
+            drop(idle);
+            m.parker.unpark();
+            return;
+        }
+        self.pidleput_locked(&mut idle, p);
+        idle.want_m();
+        drop(idle);
+        self.netpoll.wake();
     }
 
     /// A strong handle on `self` (every `Shared` lives in an `Arc`).
@@ -534,6 +547,8 @@ impl Shared {
         idle.pidleput(p);
     }
 
+    /// [`pidleput_locked`](Self::pidleput_locked), taking the lock (the loom models' Ms).
+    #[cfg(all(test, loom))]
     pub(crate) fn pidleput(&self, p: usize) {
         self.pidleput_locked(&mut self.idle.lock(), p);
     }
