@@ -52,20 +52,25 @@ fn test_zero_group() {
     });
 }
 
+/// The cases of Go's `TestWithContext` and `TestCancelCause`: the errors the subtasks return,
+/// and the one `Wait` must.
+fn doom_cases() -> [(Vec<Option<GoError>>, Option<GoError>); 4] {
+    let err_doom = GoError("group_test: doomed");
+    [
+        (vec![], None),
+        (vec![None], None),
+        (vec![Some(err_doom.clone())], Some(err_doom.clone())),
+        (vec![Some(err_doom.clone()), None], Some(err_doom)),
+    ]
+}
+
 /// Go's `TestWithContext`: `Wait` returns the first error, and the context is done after it.
 #[test]
 fn test_with_context() {
     goro::run(async {
-        let err_doom = GoError("group_test: doomed");
-        let cases: [(&[Option<GoError>], Option<GoError>); 4] = [
-            (&[], None),
-            (&[None], None),
-            (&[Some(err_doom.clone())], Some(err_doom.clone())),
-            (&[Some(err_doom.clone()), None], Some(err_doom.clone())),
-        ];
-        for (errs, want) in cases {
+        for (errs, want) in doom_cases() {
             let (g, ctx) = Group::<GoError>::with_context(&Context::background());
-            for err in errs {
+            for err in &errs {
                 let e = err.clone();
                 g.go(async move { e.map_or(Ok(()), Err) });
             }
@@ -157,16 +162,9 @@ fn test_go_limit() {
 #[test]
 fn test_cancel_cause() {
     goro::run(async {
-        let err_doom = GoError("group_test: doomed");
-        let cases: [(&[Option<GoError>], Option<GoError>); 4] = [
-            (&[], None),
-            (&[None], None),
-            (&[Some(err_doom.clone())], Some(err_doom.clone())),
-            (&[Some(err_doom.clone()), None], Some(err_doom.clone())),
-        ];
-        for (errs, want) in cases {
+        for (errs, want) in doom_cases() {
             let (g, ctx) = Group::<GoError>::with_context(&Context::background());
-            for err in errs {
+            for err in &errs {
                 let e = err.clone();
                 g.try_go(async move { e.map_or(Ok(()), Err) });
             }

@@ -450,6 +450,30 @@ fn a_syscall_after_a_blocked_poll_2p() {
     a_syscall_after_a_blocked_poll(2);
 }
 
+/// Two Gs that bounce a number over two unbuffered channels until `stop` (a P that never runs
+/// out of work of its own); the G returned ends with the pinger and gives its round trips.
+fn ping_pong(stop: Arc<AtomicBool>) -> goro::JoinHandle<u64> {
+    let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+    let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+    let ponger = goro::go(async move {
+        while let Some(n) = ping_rx.recv().await {
+            if pong_tx.send(n + 1).await.is_err() {
+                break;
+            }
+        }
+    });
+    goro::go(async move {
+        let mut n = 0;
+        while !stop.load(SeqCst) {
+            ping_tx.send(n).await.unwrap();
+            n = pong_rx.recv().await.unwrap();
+        }
+        drop(ping_tx);
+        ponger.await.unwrap();
+        n
+    })
+}
+
 /// One G computes without a yield point, one sleeps 10 ms in a loop, two ping-pong on a channel,
 /// at 2 Ps, and main (a G) sleeps 50 ms ten times. The timers armed on the computing G's P are
 /// due while its owner computes, and the other P always has work of its own (the ping-pong), so
@@ -480,26 +504,7 @@ async fn timers_fire_beside_a_computing_g_while_the_other_p_is_busy() {
                 }
             })
         };
-        let (ping_tx, ping_rx) = goro::chan::<u64>(0);
-        let (pong_tx, pong_rx) = goro::chan::<u64>(0);
-        let pinger = {
-            let stop = stop.clone();
-            goro::go(async move {
-                let mut n = 0;
-                while !stop.load(SeqCst) {
-                    ping_tx.send(n).await.unwrap();
-                    n = pong_rx.recv().await.unwrap();
-                }
-                n
-            })
-        };
-        let ponger = goro::go(async move {
-            while let Some(n) = ping_rx.recv().await {
-                if pong_tx.send(n + 1).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let ping_pong = ping_pong(stop.clone());
         while spins.load(SeqCst) == 0 {
             goro::time::sleep(MS).await;
         }
@@ -511,8 +516,7 @@ async fn timers_fire_beside_a_computing_g_while_the_other_p_is_busy() {
         stop.store(true, SeqCst);
         computer.await.unwrap();
         sleeper.await.unwrap();
-        let round_trips = pinger.await.unwrap();
-        ponger.await.unwrap();
+        let round_trips = ping_pong.await.unwrap();
         assert!(took < Duration::from_secs(5), "round {round}: ten 50 ms sleeps took {took:?}");
         assert!(ticked > 0, "round {round}: the 10 ms sleeper did not tick in {took:?}");
         assert!(round_trips > 0, "round {round}: the ping-pong never ran");
@@ -528,26 +532,7 @@ async fn gs_queued_behind_a_computing_g_run_while_the_other_p_is_busy() {
     let _w = watchdog("gs_queued_behind_a_computing_g_run_while_the_other_p_is_busy", LIMIT);
     for round in 0..3 {
         let stop = Arc::new(AtomicBool::new(false));
-        let (ping_tx, ping_rx) = goro::chan::<u64>(0);
-        let (pong_tx, pong_rx) = goro::chan::<u64>(0);
-        let pinger = {
-            let stop = stop.clone();
-            goro::go(async move {
-                let mut n = 0;
-                while !stop.load(SeqCst) {
-                    ping_tx.send(n).await.unwrap();
-                    n = pong_rx.recv().await.unwrap();
-                }
-                n
-            })
-        };
-        let ponger = goro::go(async move {
-            while let Some(n) = ping_rx.recv().await {
-                if pong_tx.send(n + 1).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let ping_pong = ping_pong(stop.clone());
         let (done_tx, done_rx) = goro::chan::<usize>(4);
         let computer = {
             let stop = stop.clone();
@@ -569,8 +554,7 @@ async fn gs_queued_behind_a_computing_g_run_while_the_other_p_is_busy() {
         let took = start.elapsed();
         stop.store(true, SeqCst);
         computer.await.unwrap();
-        let round_trips = pinger.await.unwrap();
-        ponger.await.unwrap();
+        let round_trips = ping_pong.await.unwrap();
         got.sort();
         assert_eq!(got, [0, 1, 2, 3]);
         assert!(took < Duration::from_secs(5), "round {round}: the queued Gs took {took:?} to run");

@@ -114,7 +114,7 @@ pub(crate) struct Shared {
     /// The netpoller, also the sleep of the last idle M while timers are pending.
     pub(crate) netpoll: Netpoll,
     pub(crate) sysmon: SysmonShared,
-    /// Ms inside `goro::syscall` that no P shows (see `syscall`).
+    /// Ms inside `goro::syscall` that no P shows (see `idle::SyscallsWithoutP`).
     pub(crate) syscalls_without_p: crate::idle::SyscallsWithoutP,
     /// Polls that blocked their thread long enough for sysmon to hand their P off.
     pub(crate) blocked_polls: AtomicU64,

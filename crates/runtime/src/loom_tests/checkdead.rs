@@ -183,6 +183,36 @@ fn loom_checkdead_vs_g_wake() {
     });
 }
 
+/// This thread, as an M of `sh` holding its idle P, enters `goro::syscall`. Inside the call it
+/// counts a step, runs `during` (which starts the threads that race the call, and returns how
+/// to join them: the check's result and steps), and counts a step again; then it leaves the
+/// call and gives its P back. Then the model's two properties: no deadlock concluded while the
+/// M was inside across the whole check, and every count of the M undone once it is out.
+fn in_syscall_during<J>(sh: &StdArc<Shared>, steps: &Arc<AtomicUsize>, during: impl FnOnce() -> J)
+where
+    J: FnOnce() -> (bool, usize, usize),
+{
+    let p = sh.pidleget().expect("the runtime's P idles");
+    let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
+    let enter = crate::m::enter(&ctx);
+    ctx.acquirep(p);
+    let entered = ctx.entersyscall().expect("the M holds a P");
+    // The call itself: two steps, between which the racing threads start.
+    let inside_from = steps.fetch_add(1, SeqCst);
+    let join = during();
+    let inside_to = steps.fetch_add(1, SeqCst);
+    ctx.exitsyscall(entered);
+    let p = ctx.releasep().expect("a P is held after the call");
+    drop(enter);
+    sh.pidleput(p);
+    let (concluded, before, after) = join();
+    if inside_from < before && inside_to > after {
+        assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
+    }
+    assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
+    settle(sh);
+}
+
 /// An M inside `goro::syscall` while sysmon, in one round, retakes its P and looks for a
 /// deadlock (`sysmon::run`: `retake`, then `Watch::round`): if the M was inside before the
 /// check began and leaves only after it ended, the check does not conclude. The retaken P is
@@ -193,32 +223,14 @@ fn loom_checkdead_vs_syscall() {
     model(|| {
         let sh = quiet_runtime();
         let steps = Arc::new(AtomicUsize::new(0));
-        // The M (this thread) takes the idle P and enters the call.
-        let p = sh.pidleget().expect("the runtime's P idles");
-        let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-        let enter = crate::m::enter(&ctx);
-        ctx.acquirep(p);
-        let entered = ctx.entersyscall().expect("the M holds a P");
-        // The call itself, during which sysmon runs its round.
-        let inside_from = steps.fetch_add(1, SeqCst);
-        let sysmon = {
+        in_syscall_during(&sh, &steps, || {
             let (steps, sh) = (steps.clone(), sh.clone());
-            thread::spawn(move || {
+            let sysmon = thread::spawn(move || {
                 crate::sysmon::retake_syscall(&sh, 0);
                 check(&sh, &steps)
-            })
-        };
-        let inside_to = steps.fetch_add(1, SeqCst);
-        ctx.exitsyscall(entered);
-        let p = ctx.releasep().expect("a P is held after the call");
-        drop(enter);
-        sh.pidleput(p);
-        let (concluded, before, after) = sysmon.join().unwrap();
-        if inside_from < before && inside_to > after {
-            assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
-        }
-        assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
-        settle(&sh);
+            });
+            move || sysmon.join().unwrap()
+        });
     });
 }
 
@@ -233,32 +245,21 @@ fn loom_checkdead_from_elsewhere_vs_syscall() {
         || {
             let sh = quiet_runtime();
             let steps = Arc::new(AtomicUsize::new(0));
-            let p = sh.pidleget().expect("the runtime's P idles");
-            let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-            let enter = crate::m::enter(&ctx);
-            ctx.acquirep(p);
-            let entered = ctx.entersyscall().expect("the M holds a P");
-            let inside_from = steps.fetch_add(1, SeqCst);
-            let sysmon = {
-                let sh = sh.clone();
-                thread::spawn(move || crate::sysmon::retake_syscall(&sh, 0))
-            };
-            let checker = {
-                let (steps, sh) = (steps.clone(), sh.clone());
-                thread::spawn(move || check(&sh, &steps))
-            };
-            let inside_to = steps.fetch_add(1, SeqCst);
-            ctx.exitsyscall(entered);
-            let p = ctx.releasep().expect("a P is held after the call");
-            drop(enter);
-            sh.pidleput(p);
-            let (concluded, before, after) = checker.join().unwrap();
-            sysmon.join().unwrap();
-            if inside_from < before && inside_to > after {
-                assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
-            }
-            assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
-            settle(&sh);
+            in_syscall_during(&sh, &steps, || {
+                let sysmon = {
+                    let sh = sh.clone();
+                    thread::spawn(move || crate::sysmon::retake_syscall(&sh, 0))
+                };
+                let checker = {
+                    let (steps, sh) = (steps.clone(), sh.clone());
+                    thread::spawn(move || check(&sh, &steps))
+                };
+                move || {
+                    let checked = checker.join().unwrap();
+                    sysmon.join().unwrap();
+                    checked
+                }
+            });
         },
     );
 }
