@@ -74,6 +74,7 @@ pub mod context;
 pub mod net;
 #[cfg(unix)]
 pub mod signal;
+pub mod synctest;
 pub mod time;
 
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and

@@ -28,8 +28,8 @@
 //! ```
 
 use crate::chan::{Receiver, Sender};
-pub(crate) use goro_runtime::time::now;
 use goro_runtime::time::RawTimer;
+pub use goro_runtime::time::{now, system_now};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -244,8 +244,18 @@ impl Timer {
     /// ```
     pub fn new(d: Duration) -> Timer {
         let (tx, c) = timer_channel();
-        let raw = RawTimer::new(send_time(tx));
-        raw.reset(now().checked_add(d), None);
+        let mut send = send_time(tx);
+        let raw = if d.is_zero() {
+            // Due already: its value is in `c` at once, as Go 1.23 makes a receive from a due
+            // timer's channel run the timer first (`maybeRunChan`), so a `select` with a
+            // `default` right after `NewTimer(0)` takes the timer's case.
+            send();
+            RawTimer::new(send)
+        } else {
+            let raw = RawTimer::new(send);
+            raw.reset(now().checked_add(d), None);
+            raw
+        };
         Timer { c, raw: Handle { raw: Some(raw), detach_on_drop: false }, _never: None }
     }
 

@@ -531,11 +531,12 @@ impl fmt::Debug for Context {
 }
 
 /// The channel of the roots' `done()`: a sender kept for the life of the process, so it never
-/// closes.
+/// closes. Of every synctest bubble (made in one or none, used in all), and a wait on it is
+/// durable in each: nothing can ever wake it, as Go's nil `Done()` channel.
 #[cfg(not(loom))]
 fn never() -> Receiver<()> {
     static NEVER: OnceLock<(crate::chan::Sender<()>, Receiver<()>)> = OnceLock::new();
-    NEVER.get_or_init(|| crate::chan(0)).1.clone()
+    NEVER.get_or_init(|| goro_chan::chan_of_every_bubble(0)).1.clone()
 }
 
 /// Under loom a channel belongs to one execution of a model, so a static one cannot be shared:

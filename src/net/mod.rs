@@ -194,7 +194,7 @@ impl Waiters {
         if !self.has_deadline.load(Acquire) {
             return false;
         }
-        self.expired.load(Acquire) || lock(&self.deadline).is_some_and(|at| Instant::now() >= at)
+        self.expired.load(Acquire) || lock(&self.deadline).is_some_and(|at| crate::time::now() >= at)
     }
 }
 
@@ -280,7 +280,7 @@ impl<S: mio::event::Source> Io<S> {
             w.has_deadline.store(at.is_some(), Release);
             match at {
                 None => {}
-                Some(at) if at <= Instant::now() => w.expired.store(true, Release),
+                Some(at) if at <= crate::time::now() => w.expired.store(true, Release),
                 Some(at) => {
                     let t = timer.get_or_insert_with(|| {
                         // Holds the waiters weakly: the socket owns the timer, not the reverse.

@@ -49,6 +49,8 @@ pub(crate) struct Chan<T> {
     /// Values out of the channel that a receive future may still give back, and
     /// [`INFLIGHT_CLOSED`] once closed (module docs).
     pub(crate) inflight: AtomicUsize,
+    /// The synctest bubble the channel was made in (0: none), whose Gs alone may use it.
+    pub(crate) bubble: u64,
     /// Under loom the lock order must not depend on where the allocator put the channels (a
     /// model has to replay identically), so channels are ordered by creation instead.
     #[cfg(loom)]
@@ -91,12 +93,29 @@ impl<T> Chan<T> {
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
             inflight: AtomicUsize::new(0),
+            bubble: goro_runtime::synctest::tag(),
             #[cfg(loom)]
             id: {
                 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
         }
+    }
+
+    /// Go's rule for a channel made in a synctest bubble: only the bubble's Gs may send, receive
+    /// or close. One branch on a field next to the lock outside bubbles.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn check_bubble(&self) {
+        if self.bubble != 0 {
+            goro_runtime::synctest::check_tag(self.bubble, "a channel");
+        }
+    }
+
+    /// Records why the G waits on this channel (see `goro_runtime::synctest::set_wait_reason_of`).
+    #[inline]
+    pub(crate) fn park_reason(&self, reason: goro_runtime::WaitReason) {
+        goro_runtime::synctest::set_wait_reason_of(reason, self.bubble);
     }
 
     #[inline]

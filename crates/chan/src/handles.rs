@@ -27,7 +27,22 @@ use std::task::{Context, Poll};
 /// });
 /// ```
 pub fn chan<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(cap));
+    pair(Chan::new(cap))
+}
+
+/// A channel of every synctest bubble and of none: usable anywhere, and a wait on it is durable
+/// in any bubble. For a channel that nothing ever sends on or closes (the `done()` of
+/// `goro::context`'s roots, Go's nil channel): no G can wake its waiters, inside a bubble or
+/// out. Not part of the stable API.
+#[doc(hidden)]
+pub fn chan_of_every_bubble<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let mut c = Chan::new(cap);
+    c.bubble = goro_runtime::synctest::ANY;
+    pair(c)
+}
+
+fn pair<T>(chan: Chan<T>) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(chan);
     (Sender { chan: chan.clone(), sink: Exclusive(None) }, Receiver { chan, stream: None })
 }
 
@@ -100,6 +115,7 @@ impl<T> Sender<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.chan.check_bubble();
         let w = self.chan.lock().try_send(value, &self.chan.inflight)?;
         if let Some(w) = w {
             w.wake();
@@ -151,7 +167,9 @@ impl<T> Sender<T> {
     /// assert_eq!(rx.recv_blocking(), Some(1));
     /// assert_eq!(rx.recv_blocking(), None);
     /// ```
+    #[track_caller]
     pub fn close(&self) -> bool {
+        self.chan.check_bubble();
         close(&self.chan)
     }
 
@@ -251,6 +269,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(3));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.chan.check_bubble();
         let (v, w) = self.chan.lock().try_recv(&self.chan.inflight)?;
         if let Some(w) = w {
             w.wake();

@@ -50,7 +50,7 @@ mod loom_tests;
 
 pub use both::Chan;
 pub use error::{SendError, TryRecvError, TrySendError};
-pub use handles::{chan, Iter, Receiver, Sender};
+pub use handles::{chan, chan_of_every_bubble, Iter, Receiver, Sender};
 pub use select::{RecvToken, Select, SendToken};
 
 /// The futures the async methods return, named for code that stores them (a struct field, a

@@ -104,11 +104,12 @@ impl<T> RecvOp<T> {
     /// call until the op is ready or cancelled.
     #[inline]
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        chan.check_bubble();
         // SAFETY: forwarded.
         let polled = unsafe { self.poll_op(chan, cx) };
         if polled.is_pending() {
             // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            goro_runtime::set_wait_reason(WaitReason::ChanReceive);
+            chan.park_reason(WaitReason::ChanReceive);
         }
         polled
     }
@@ -256,11 +257,12 @@ impl<T> SendOp<T> {
         value: &mut Option<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
+        chan.check_bubble();
         // SAFETY: forwarded.
         let polled = unsafe { self.poll_op(chan, value, cx) };
         if polled.is_pending() {
             // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            goro_runtime::set_wait_reason(WaitReason::ChanSend);
+            chan.park_reason(WaitReason::ChanSend);
         }
         polled
     }

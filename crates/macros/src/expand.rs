@@ -117,6 +117,8 @@ struct Args {
     max_procs: Option<Range<usize>>,
     /// `allow_leaks` (tests only): Gs still alive when the test returns do not fail it.
     allow_leaks: bool,
+    /// `synctest` (tests only): the test runs in a `goro::synctest` bubble.
+    synctest: bool,
 }
 
 /// The parts of the `async fn` the attribute is on, as ranges of its top-level tokens.
@@ -137,6 +139,12 @@ struct Func {
 /// Expands `#[goro::main(args)]` / `#[goro::test(args)]` on `item`.
 pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>, Error> {
     let parsed = parse_args(kind, args).and_then(|args| Ok((args, parse_fn(kind, item)?)));
+    if let Ok((args, _)) = &parsed {
+        if args.synctest {
+            let func = parse_fn(kind, item).expect("parsed above");
+            return Ok(expand_synctest(&func));
+        }
+    }
     let (args, func) = match parsed {
         Ok(parsed) => parsed,
         Err(mut err) => {
@@ -198,6 +206,24 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
     Ok(out)
 }
 
+/// `#[goro::test(synctest)]`: the body as an inner `async fn`, run by
+/// `goro::synctest::__test_fn` (a bubble; twice under `GORO_SYNCTEST_CHECK_DETERMINISM=1`,
+/// hence a function it can call again rather than one future).
+fn expand_synctest(func: &Func) -> Vec<Out> {
+    let mut call = vec![Out::Code("async fn __goro_main()")];
+    call.push(Out::Copy(Src::Item, func.ret.clone()));
+    call.push(Out::Copy(Src::Item, func.body..func.body + 1));
+    call.push(Out::Code("::goro::synctest::__test_fn(__goro_main)"));
+    let mut out = vec![Out::Code("#[::core::prelude::v1::test]")];
+    out.push(Out::Copy(Src::Item, func.attrs.clone()));
+    out.push(Out::Copy(Src::Item, func.vis.clone()));
+    out.push(Out::Copy(Src::Item, func.fn_name.clone()));
+    out.push(Out::Group(Delim::Paren, Vec::new()));
+    out.push(Out::Copy(Src::Item, func.ret.clone()));
+    out.push(Out::Group(Delim::Brace, call));
+    out
+}
+
 /// `#[allow(dead_code)] fn name() {}` for the first `fn name` in the item, if there is one.
 fn stub(item: &[Tok]) -> Vec<Out> {
     let name = (1..item.len()).find(|&j| item[j - 1].is_ident("fn") && matches!(item[j], Tok::Ident(_)));
@@ -213,7 +239,7 @@ fn stub(item: &[Tok]) -> Vec<Out> {
 fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
     let expected = match kind {
         Kind::Main => "(expected `max_procs = N`)",
-        Kind::Test => "(expected `max_procs = N` or `allow_leaks`)",
+        Kind::Test => "(expected `max_procs = N`, `allow_leaks` or `synctest`)",
     };
     let at = |a: usize, b: usize| Some((Src::Args, a, b));
     let mut args = Args::default();
@@ -226,11 +252,18 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
                 return Err(Error::new(kind, msg, at(i, i)));
             }
         };
-        if name == "allow_leaks" && kind == Kind::Test {
-            if args.allow_leaks {
-                return Err(Error::new(kind, "`allow_leaks` is given more than once", at(i, i)));
+        if (name == "allow_leaks" || name == "synctest") && kind == Kind::Test {
+            let flag = if name == "allow_leaks" { &mut args.allow_leaks } else { &mut args.synctest };
+            if *flag {
+                return Err(Error::new(kind, format!("`{name}` is given more than once"), at(i, i)));
             }
-            args.allow_leaks = true;
+            *flag = true;
+            if args.allow_leaks && args.synctest {
+                let msg = "`allow_leaks` and `synctest` do not go together: a bubble waits for every G it \
+                           started, and one left blocked fails the test";
+                return Err(Error::new(kind, msg, at(i, i)));
+            }
+            let flag_at = i;
             i += 1;
             match toks.get(i) {
                 None => break,
@@ -243,7 +276,7 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
                     continue;
                 }
                 Some(t) => {
-                    let msg = format!("unexpected `{}` after `allow_leaks` {expected}", t.describe());
+                    let msg = format!("unexpected `{}` after `{}` {expected}", t.describe(), describe(&toks[flag_at]));
                     return Err(Error::new(kind, msg, at(i, i)));
                 }
             }
@@ -276,6 +309,10 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
             check_max_procs(kind, text, at(start, i - 1))?;
         }
         args.max_procs = Some(start..i);
+        if args.synctest {
+            let msg = "`max_procs` has no meaning with `synctest`: a bubble runs one G at a time";
+            return Err(Error::new(kind, msg, at(name_at, i - 1)));
+        }
         // Skip the comma; a trailing one is fine, a doubled one is not.
         i += 1;
         if i < toks.len() && toks[i].is_punct(',') {
@@ -283,7 +320,18 @@ fn parse_args(kind: Kind, toks: &[Tok]) -> Result<Args, Error> {
             return Err(Error::new(kind, msg, at(i, i)));
         }
     }
+    if args.synctest && args.max_procs.is_some() {
+        let msg = "`max_procs` has no meaning with `synctest`: a bubble runs one G at a time";
+        return Err(Error::new(kind, msg, None));
+    }
     Ok(args)
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Ident(name) => name.clone(),
+        other => other.describe(),
+    }
 }
 
 /// Checks a literal `max_procs` value: a positive integer, `usize` suffix allowed.
@@ -844,7 +892,7 @@ mod tests {
             Kind::Test,
             "worker_threads = 4",
             "async fn t() {}",
-            "goro::test: unknown argument `worker_threads` (expected `max_procs = N` or `allow_leaks`)",
+            "goro::test: unknown argument `worker_threads` (expected `max_procs = N`, `allow_leaks` or `synctest`)",
         );
         // `allow_leaks` is a test's argument only, once.
         assert_error(

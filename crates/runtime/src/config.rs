@@ -31,6 +31,8 @@ pub(crate) struct Config {
     /// `Builder::on_thread_start` / `on_thread_stop`.
     pub(crate) on_thread_start: Option<ThreadHook>,
     pub(crate) on_thread_stop: Option<ThreadHook>,
+    /// Set for a synctest bubble (`Builder::bubble`; see `bubble`).
+    pub(crate) bubble: Option<std::sync::Arc<crate::bubble::Bubble>>,
 }
 
 /// A function the runtime calls on each thread that runs its Gs (`Builder::on_thread_start`,

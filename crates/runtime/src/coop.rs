@@ -17,14 +17,28 @@ use std::cell::Cell;
 use std::ptr;
 use std::task::{Context, Poll};
 
+/// What a yield point reads: the `preempt` flag of the P this thread holds (null: none), and
+/// the yield points left in this poll before it yields (0: no count; only a synctest bubble
+/// counts, see [`set_budget`]). One thread-local, so the count costs the others one compare.
+struct Slot {
+    flag: Cell<*const AtomicBool>,
+    budget: Cell<u32>,
+}
+
 #[cfg(not(loom))]
 thread_local! {
-    /// The `preempt` flag of the P this thread holds, or null.
-    static PREEMPT: Cell<*const AtomicBool> = const { Cell::new(ptr::null()) };
+    static PREEMPT: Slot = const { Slot { flag: Cell::new(ptr::null()), budget: Cell::new(0) } };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    static PREEMPT: Cell<*const AtomicBool> = Cell::new(ptr::null());
+    static PREEMPT: Slot = Slot { flag: Cell::new(ptr::null()), budget: Cell::new(0) };
+}
+
+/// A synctest bubble's preemption, in place of sysmon's (a bubble has no sysmon, and its
+/// choices must not depend on time): the poll about to start yields at its `n`-th yield point
+/// (`n >= 2`, so that each poll gets at least one operation done). 0 turns the count off.
+pub(crate) fn set_budget(n: u32) {
+    let _ = PREEMPT.try_with(|c| c.budget.set(n));
 }
 
 /// Publishes `flag` as this thread's P's preemption flag (null: holds no P); returns the one
@@ -34,7 +48,7 @@ loom::thread_local! {
 /// `flag` stays valid until it is replaced by another call on this thread (the `Shared` that
 /// owns the P outlives the M holding it).
 pub(crate) unsafe fn set_flag(flag: *const AtomicBool) -> *const AtomicBool {
-    PREEMPT.try_with(|c| c.replace(flag)).unwrap_or(ptr::null())
+    PREEMPT.try_with(|c| c.flag.replace(flag)).unwrap_or(ptr::null())
 }
 
 /// Whether the calling G should yield now because sysmon asked its P to (the flag is cleared:
@@ -58,7 +72,22 @@ pub(crate) unsafe fn set_flag(flag: *const AtomicBool) -> *const AtomicBool {
 /// ```
 #[inline]
 pub fn should_yield() -> bool {
-    let flag = PREEMPT.try_with(|c| c.get()).unwrap_or(ptr::null());
+    let flag = PREEMPT
+        .try_with(|c| {
+            let b = c.budget.get();
+            if b != 0 {
+                c.budget.set(b - 1);
+                if b == 1 {
+                    return None;
+                }
+            }
+            Some(c.flag.get())
+        })
+        .unwrap_or(Some(ptr::null()));
+    let Some(flag) = flag else {
+        // A bubble's count ran out.
+        return true;
+    };
     if flag.is_null() {
         return false;
     }
@@ -137,7 +166,7 @@ pub(crate) fn at_poll_end_runtime(f: fn()) {
 pub fn at_poll_end(f: fn()) -> bool {
     #[cfg(not(loom))]
     {
-        let on_m = PREEMPT.try_with(|c| !c.get().is_null()).unwrap_or(false);
+        let on_m = PREEMPT.try_with(|c| !c.flag.get().is_null()).unwrap_or(false);
         if !on_m {
             return false;
         }

@@ -77,6 +77,7 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod block_on_thread;
+mod bubble;
 mod checkdead;
 mod config;
 pub mod coop;
@@ -102,6 +103,8 @@ mod runtime;
 mod sched;
 mod schedule;
 mod sigquit;
+#[doc(hidden)]
+pub mod synctest;
 mod syscall;
 mod sysmon;
 mod threads;

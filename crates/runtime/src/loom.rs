@@ -16,9 +16,9 @@ pub(crate) use std::sync::atomic::Ordering;
 /// Threads: `spawn` through a builder (name, stack size), `JoinHandle`, `yield_now`.
 pub(crate) mod thread {
     #[cfg(loom)]
-    pub(crate) use loom::thread::{current, park, Builder, JoinHandle, Thread};
+    pub(crate) use loom::thread::{current, park, yield_now, Builder, JoinHandle, Thread};
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, park, Builder, JoinHandle, Thread};
+    pub(crate) use std::thread::{current, park, yield_now, Builder, JoinHandle, Thread};
 }
 
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so loom can track accesses.

@@ -17,6 +17,7 @@
 //! (`startm`) first gives it a P under the scheduler lock, then unparks it. A thread is never
 //! destroyed while the runtime lives, so a burst of work reuses the Ms of the previous one.
 
+use crate::bubble::{self, Bubble, Pick, DEADLOCK, ROOT_EXITED};
 use crate::coop;
 use crate::g::raw::{self, Who};
 use crate::g::{self, GPtr, JoinHandle};
@@ -147,6 +148,9 @@ pub(crate) enum Found {
     Main,
     /// The run ended early (M0 only): `block_on` returns the ending as a panic (see `fatal`).
     Ended,
+    /// A synctest bubble is deadlocked (every G durably blocked, no timer): `block_on` fails
+    /// with this message and the bubble's dump.
+    BubbleDeadlock(&'static str),
     Shutdown,
 }
 
@@ -524,6 +528,9 @@ impl MCtx {
     /// Go's `findrunnable`: a G to run, blocking (the M sleeps) until there is one.
     fn findrunnable(&self) -> Found {
         let sh = &*self.shared;
+        if let Some(b) = &sh.config.bubble {
+            return self.findrunnable_in_bubble(b);
+        }
         'top: loop {
             if sh.shutdown.load(Acquire) {
                 return Found::Shutdown;
@@ -997,6 +1004,148 @@ impl MCtx {
             None
         }
     }
+}
+
+/// A synctest bubble's side of the M (see `bubble`): `findrunnable` there, the census of its
+/// Gs, and the sleep until a wake from outside.
+impl MCtx {
+    /// `findrunnable` in a bubble: the next G by the bubble's policy; when none is runnable,
+    /// the census decides between sleeping until a wake from outside, releasing
+    /// `synctest::wait`, moving the clock, and reporting a deadlock (`Found::BubbleDeadlock`).
+    pub(crate) fn findrunnable_in_bubble(&self, b: &Bubble) -> Found {
+        let sh = &*self.shared;
+        loop {
+            if sh.shutdown.load(Acquire) {
+                return Found::Shutdown;
+            }
+            if sh.fatal.has_ended() {
+                return Found::Ended;
+            }
+            // M0 holds the one P for the whole run: a bubble starts no other M.
+            let pid = self.p().expect("goro: a bubble's M lost its P");
+            let now = b.nanotime();
+            let due = sh.ps[pid].timers.earliest();
+            if due != 0 && due <= now {
+                timer::run_timers_picked(sh, pid, now, |n| b.below(n));
+            }
+            let main = self.main_pending();
+            let next = b.next(main, |put| {
+                self.with_core(|c| {
+                    while let Some(g) = c.runq.pop_runnext().or_else(|| c.runq.pop()) {
+                        put(g);
+                    }
+                });
+                sh.global.drain(&mut *put);
+            });
+            if let Some((pick, budget)) = next {
+                coop::set_budget(budget);
+                return match pick {
+                    Pick::G(g) => Found::G(g, Slice::Fresh),
+                    Pick::Main => Found::Main,
+                };
+            }
+            if sh.netpoll.nonblocking_poll_due() {
+                let mut ready = Vec::new();
+                if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) && !ready.is_empty() {
+                    ready.into_iter().for_each(Waker::wake);
+                    continue;
+                }
+            }
+            match self.census() {
+                // A wake from another thread is between setting the G's `NOTIFIED` and its
+                // push to the global queue: the push is a few instructions away.
+                Census::Busy => crate::loom::thread::yield_now(),
+                Census::NotDurable => self.sleep_for_outside(b),
+                Census::AllDurable { live } => {
+                    if b.release_waiter() {
+                        continue;
+                    }
+                    let root_done = b.root_done.load(Acquire);
+                    // Once the root returned, time stands still (Go's rule): Gs that only a
+                    // timer would wake are left blocked, which fails the bubble below.
+                    let next = if root_done { 0 } else { timer::earliest_live(sh) };
+                    if next != 0 {
+                        b.advance_to(next);
+                        continue;
+                    }
+                    if root_done && live == 0 {
+                        // The root returned and every G has exited: `wait_exit` returns.
+                        for m in sh.mains.lock().clone() {
+                            std::task::Wake::wake(m);
+                        }
+                        continue;
+                    }
+                    return Found::BubbleDeadlock(if root_done { ROOT_EXITED } else { DEADLOCK });
+                }
+            }
+        }
+    }
+
+    /// Which of the bubble's Gs (and main future) are durably blocked.
+    fn census(&self) -> Census {
+        let sh = &*self.shared;
+        let mut busy = false;
+        let mut not_durable = false;
+        let mut live = 0;
+        for m in sh.mains.lock().iter() {
+            if m.is_notified() || m.polling.load(Relaxed) {
+                busy = true;
+            } else if !bubble::durable(m.wait_reason.load(Relaxed)) {
+                not_durable = true;
+            }
+        }
+        sh.allgs.for_each(|h| {
+            let st = h.state.load();
+            if st.is_complete() {
+                return;
+            }
+            live += 1;
+            if st.is_running() || st.is_notified() {
+                busy = true;
+            } else if !bubble::durable(h.wait_reason.load(Relaxed)) {
+                not_durable = true;
+            }
+        });
+        if busy {
+            Census::Busy
+        } else if not_durable {
+            Census::NotDurable
+        } else {
+            Census::AllDurable { live }
+        }
+    }
+
+    /// M0 sleeps in the netpoller until a G that waits on something outside the bubble is
+    /// woken: a push to the global queue wakes it (`Shared::after_globrunqput` reads
+    /// `Bubble::sleeping`), and so do the main future's waker and I/O readiness.
+    fn sleep_for_outside(&self, b: &Bubble) {
+        let sh = &*self.shared;
+        if sh.netpoll.claim_block(0).is_err() {
+            return;
+        }
+        b.set_sleeping(true);
+        self.m.set_in_netpoll(true);
+        // Pairs with the pusher's fence between its push and its look at `sleeping`.
+        fence(SeqCst);
+        let mut ready = Vec::new();
+        if sh.global.is_empty() && !self.main_pending() && !sh.fatal.has_ended() && !sh.shutdown.load(Acquire) {
+            sh.netpoll.poll(None, &mut ready);
+        }
+        self.m.set_in_netpoll(false);
+        b.set_sleeping(false);
+        sh.netpoll.end_block(b.nanotime());
+        ready.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// What a bubble's census found (see `MCtx::census`).
+enum Census {
+    /// A G is queued or running (a wake from outside is on its way to a queue): look again.
+    Busy,
+    /// Some G (or the main future) waits for something outside the bubble.
+    NotDurable,
+    /// Every live G and the main future are durably blocked; `live` Gs (main not counted).
+    AllDurable { live: usize },
 }
 
 /// What an M in `goro::syscall` takes back when the call returns.

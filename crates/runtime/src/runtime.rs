@@ -35,6 +35,7 @@ pub struct Builder {
     unhandled_panic: UnhandledPanic,
     on_thread_start: Option<ThreadHook>,
     on_thread_stop: Option<ThreadHook>,
+    bubble: Option<crate::synctest::BubbleSpec>,
 }
 
 impl Default for Builder {
@@ -63,7 +64,20 @@ impl Builder {
             unhandled_panic: UnhandledPanic::Ignore,
             on_thread_start: None,
             on_thread_stop: None,
+            bubble: None,
         }
+    }
+
+    /// Makes the runtime a synctest bubble (see `goro::synctest`): one P, run only by the
+    /// thread inside [`Runtime::block_on`], no other thread, a virtual clock, and every
+    /// scheduling choice taken from `spec`'s seed. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn bubble(mut self, spec: crate::synctest::BubbleSpec) -> Builder {
+        self.bubble = Some(spec);
+        self.max_procs = Some(1);
+        self.deadlock_detection = false;
+        self.unhandled_panic = UnhandledPanic::ShutdownRuntime;
+        self
     }
 
     /// The number of Ps: at most this many threads run Gs at once (Go's `GOMAXPROCS`).
@@ -278,6 +292,7 @@ impl Builder {
             unhandled_panic: self.unhandled_panic,
             on_thread_start: self.on_thread_start,
             on_thread_stop: self.on_thread_stop,
+            bubble: self.bubble.map(|spec| StdArc::new(crate::bubble::Bubble::new(spec))),
         };
         crate::panics::install_hook();
         let shared = StdArc::new(Shared::new(config)?);
@@ -374,6 +389,13 @@ impl Runtime {
             match ctx.schedule() {
                 Found::Main => {}
                 Found::Shutdown => ctx.m.parker.park(),
+                Found::BubbleDeadlock(what) => {
+                    let seed = shared.config.bubble.as_ref().map_or(0, |b| b.seed);
+                    panic!(
+                        "{what}\n\n{}\n\nGORO_SEED={seed} replays this run (goro::synctest::test_seed)",
+                        crate::traceback::dump_of(shared)
+                    );
+                }
                 Found::Ended => match shared.fatal.take() {
                     crate::fatal::Ending::Deadlock(report) => panic!("{report}"),
                     crate::fatal::Ending::Panic(payload) => std::panic::resume_unwind(payload),
@@ -414,6 +436,13 @@ impl Runtime {
     /// ```
     pub fn metrics(&self) -> Metrics {
         Metrics::collect(&self.shared)
+    }
+
+    /// What the bubble did so far (`None` for a runtime that is no bubble). Not part of the
+    /// stable API.
+    #[doc(hidden)]
+    pub fn bubble_summary(&self) -> Option<crate::synctest::BubbleSummary> {
+        self.shared.config.bubble.as_ref().map(|b| b.summary())
     }
 
     /// Whether the run ended early (see [`poll_ending`](Runtime::poll_ending)). Not part of the
@@ -522,8 +551,12 @@ impl Runtime {
                 p.put_core(core);
             }
         }
-        // SAFETY: as above, for the global queue.
+        // SAFETY: as above, for the global queue and a bubble's run set.
         sh.global.drain(|g| unsafe { g::drop_ref(g) });
+        if let Some(b) = &sh.config.bubble {
+            // SAFETY: as above: the run set holds each G's run-queue reference.
+            b.drain(|g| unsafe { g::drop_ref(g) });
+        }
         for p in sh.ps.iter() {
             // Pending timers hold the runtime (through their actions' Gs and channels).
             p.timers.clear();
@@ -561,6 +594,8 @@ impl Drop for LeaveBlockOn<'_> {
     fn drop(&mut self) {
         // The main future's last poll may have unwound past `run_poll_end` and its flag.
         crate::coop::run_poll_end();
+        // A synctest bubble's preemption count must not follow this thread out of it.
+        crate::coop::set_budget(0);
         self.1.polling.store(false, Relaxed);
         if let Some(p) = self.0.releasep() {
             self.0.shared.handoffp(p);

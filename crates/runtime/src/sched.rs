@@ -230,11 +230,17 @@ impl Shared {
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
     #[inline]
     pub(crate) fn nanotime(&self) -> Nanos {
+        if let Some(b) = &self.config.bubble {
+            return b.nanotime();
+        }
         self.nanos_at(Instant::now())
     }
 
     /// `t` on the runtime's clock (instants before the start map to 1).
     pub(crate) fn nanos_at(&self, t: Instant) -> Nanos {
+        if let Some(b) = &self.config.bubble {
+            return b.nanos_at(self.start, t);
+        }
         let d = t.saturating_duration_since(self.start);
         u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2).max(1)
     }
@@ -350,6 +356,10 @@ impl Shared {
         // Pairs with the fence after shutdown's store of its flag (see below), and orders the
         // push before `start_idle`'s read of `npidle` (see the module docs).
         fence(SeqCst);
+        if self.config.bubble.as_ref().is_some_and(|b| b.sleeping()) {
+            // A bubble's M sleeps for a wake from outside: this is one (see `bubble`).
+            self.netpoll.wake();
+        }
         if self.shutdown.load(SeqCst) {
             // Shutdown may have drained the global queue already: drain it again, or this G's
             // queue reference would keep it (and the runtime) alive forever. Shutdown stores the
@@ -406,6 +416,18 @@ impl Shared {
     /// else a new thread. A spinning M was already counted in `nmspinning` by the caller; if
     /// no P can be had, that count is given back.
     pub(crate) fn startm(&self, p: Option<usize>, spinning: Spinning) {
+        if self.config.bubble.is_some() {
+            // A bubble runs on its `block_on` thread alone: it never starts an M. (It gets here
+            // only as that thread leaves `block_on` with Gs still queued: they stay queued
+            // until the runtime drops them.)
+            if let Some(p) = p {
+                self.pidleput_locked(&mut self.idle.lock(), p);
+            }
+            if spinning == Spinning::Yes {
+                self.idle.spinning_stop();
+            }
+            return;
+        }
         let mut idle = self.idle.lock();
         let p = match p {
             Some(p) => p,

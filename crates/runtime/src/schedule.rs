@@ -10,6 +10,10 @@ use crate::sched::Shared;
 use crate::UnhandledPanic;
 
 impl Schedule for Shared {
+    fn bubble_tag(&self) -> u64 {
+        self.config.bubble.as_ref().map_or(0, |b| b.id)
+    }
+
     #[inline]
     fn ready(&self, g: GPtr) {
         Shared::ready(self, g);

@@ -80,8 +80,9 @@ struct Seen {
 /// runtime's first work, `block_on` or `Runtime::spawn`, so that building a runtime starts no
 /// thread). Not under loom: models call sysmon's functions themselves.
 pub(crate) fn ensure_started(sh: &StdArc<Shared>) {
+    // A bubble has no sysmon: nothing runs beside its one M, and its clock is its own.
     #[cfg(not(loom))]
-    if !sh.sysmon.started.load(Acquire) && !sh.sysmon.started.swap(true, AcqRel) {
+    if sh.config.bubble.is_none() && !sh.sysmon.started.load(Acquire) && !sh.sysmon.started.swap(true, AcqRel) {
         let name = format!("{}-sysmon", sh.config.thread_name);
         let (shared, schedtrace) = (sh.clone(), sh.config.schedtrace);
         match crate::loom::thread::Builder::new().name(name).spawn(move || run(&shared, schedtrace)) {

@@ -20,16 +20,35 @@ fn current(what: &str) -> StdArc<Shared> {
         .unwrap_or_else(|| panic!("goro: {what} needs a goro runtime: call it from a G (inside goro::run)"))
 }
 
-/// The current time: the real clock, or the virtual one of `goro::model`. Not part of the
-/// stable API (`goro::time` computes its deadlines with it).
-#[doc(hidden)]
+/// The current time (Go's `time.Now` for deadlines): the real clock, the bubble's inside a
+/// `goro::synctest` bubble, or the virtual one of `goro::model`. goro's timers, deadlines and
+/// timeouts all read it, so an `Instant` from here and one they compute agree.
+///
+/// ```
+/// let t = goro::time::now();
+/// assert!(t <= std::time::Instant::now());
+/// ```
 #[inline]
 pub fn now() -> Instant {
     #[cfg(loom)]
     if let Some(t) = crate::model::now() {
         return t;
     }
+    if let Some(t) = crate::synctest::now_in_bubble() {
+        return t;
+    }
     Instant::now()
+}
+
+pub use crate::synctest::system_now;
+
+/// Go's rule: a timer made in a synctest bubble may not be used from outside it.
+#[inline]
+#[track_caller]
+fn check_bubble(sh: &Shared) {
+    if let Some(b) = &sh.config.bubble {
+        crate::synctest::check_tag(b.id, "a timer");
+    }
 }
 
 /// `deadline` on `sh`'s clock, far in the future for an instant that cannot be represented.
@@ -304,14 +323,29 @@ impl RawTimer {
 
     /// Arms the timer for `deadline` (then every `period`, if given and not zero), replacing any
     /// earlier arming; returns whether it was armed (Go's `Reset` result). `None` never fires.
+    ///
+    /// # Panics
+    /// For a timer made in a synctest bubble, when called from outside it (Go's rule).
+    #[track_caller]
     pub fn reset(&self, deadline: Option<Instant>, period: Option<Duration>) -> bool {
         let (core, shared) = on_runtime!(&self.on, t => t.arm(deadline, period.unwrap_or_default()));
+        check_bubble(shared);
         let period = period.map_or(0, |p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX / 4)).min(u64::MAX / 4);
         core.arm(&**shared, nanos(shared, deadline), period)
     }
 
     /// Disarms the timer; returns whether it was armed (Go's `Stop` result).
+    ///
+    /// # Panics
+    /// As [`reset`](RawTimer::reset).
+    #[track_caller]
     pub fn stop(&self) -> bool {
+        let (_, shared) = on_runtime!(&self.on, t => t.stop());
+        check_bubble(shared);
+        self.disarm()
+    }
+
+    fn disarm(&self) -> bool {
         let (core, shared) = on_runtime!(&self.on, t => t.stop());
         core.stop(Some(&**shared))
     }
@@ -326,7 +360,9 @@ impl RawTimer {
 impl Drop for RawTimer {
     fn drop(&mut self) {
         if self.stop_on_drop {
-            self.stop();
+            // Not `stop`: a bubble's timer dropped outside it (a value that outlived the test)
+            // must not panic in a destructor.
+            self.disarm();
         }
     }
 }

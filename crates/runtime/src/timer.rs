@@ -226,6 +226,22 @@ impl TimerHeap {
         let _ = self.stale.fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1));
     }
 
+    /// The earliest live deadline (0: none), dropping the stale entries above it: where a
+    /// bubble's clock jumps to (a stopped timer must not move it).
+    fn earliest_live(&self) -> Nanos {
+        if self.earliest() == 0 {
+            return 0;
+        }
+        let mut heap = self.heap.lock();
+        while heap.peek().is_some_and(|e| !e.is_live()) {
+            heap.pop();
+            self.unmark_stale();
+        }
+        let top = heap.peek().map_or(0, |e| e.when);
+        self.timer0.store(top, Release);
+        top
+    }
+
     /// Whether a live entry is in the heap (it stops at the first one).
     fn any_live(&self) -> bool {
         self.earliest() != 0 && self.heap.lock().iter().any(Entry::is_live)
@@ -390,6 +406,37 @@ pub(crate) fn run_timers<H: Heaps + ?Sized>(sh: &H, p: usize, now: Nanos) -> usi
     }
 }
 
+/// [`run_timers`] for a synctest bubble: the timers due by `now` fire in the order `pick`
+/// chooses (`pick(n)` is an index below `n`), so that the order of timers due at one instant
+/// comes from the bubble's seed, as every other choice of a bubble does.
+pub(crate) fn run_timers_picked<H: Heaps + ?Sized>(
+    sh: &H,
+    p: usize,
+    now: Nanos,
+    mut pick: impl FnMut(usize) -> usize,
+) -> usize {
+    let t = &sh.heap(p);
+    let mut due = Vec::new();
+    loop {
+        match t.pop_expired(now) {
+            Top::NotYet => break,
+            Top::Due(e) if !e.is_live() => t.unmark_stale(),
+            Top::Due(e) => due.push(e),
+        }
+    }
+    let fired = due.len();
+    while !due.is_empty() {
+        // Each popped entry is fired once, as `run_timers` does; one stopped meanwhile is
+        // skipped by `fire`'s check of its generation.
+        let e = due.swap_remove(pick(due.len()));
+        e.timer.fire(sh, p, e.gen, now);
+    }
+    if fired > 0 {
+        rehome_if_out_of_use(sh, p);
+    }
+    fired
+}
+
 /// Moves the live entries of P slot `from`'s heap to slot `to`'s (Go's `moveTimers`): the
 /// step of rule 1 of the module docs, after `from` went out of use. Entries made stale
 /// meanwhile are dropped; `to` is re-checked by rule 2 (it may have gone out of use since it
@@ -462,4 +509,9 @@ pub(crate) fn any_live_timer<H: Heaps + ?Sized>(sh: &H) -> bool {
 /// the sleeper wake early and look again), or 0 if no heap has one.
 pub(crate) fn earliest<H: Heaps + ?Sized>(sh: &H) -> Nanos {
     (0..sh.heaps_used()).map(|p| sh.heap(p).earliest()).filter(|&w| w != 0).min().unwrap_or(0)
+}
+
+/// The earliest live deadline over every P's heap, or 0 (a bubble's next clock move).
+pub(crate) fn earliest_live<H: Heaps + ?Sized>(sh: &H) -> Nanos {
+    (0..sh.heaps_used()).map(|p| sh.heap(p).earliest_live()).filter(|&w| w != 0).min().unwrap_or(0)
 }

@@ -299,7 +299,7 @@ impl<'a, T: ?Sized> Future for CondWait<'_, 'a, T> {
                     drop(list);
                     // Queued first, unlocked second (invariant 1): Go's ticket order.
                     drop(std::mem::replace(&mut this.state, Stage::Queued(mutex)));
-                    goro_runtime::set_wait_reason(WaitReason::SyncCondWait);
+                    this.cond.list.park_reason(WaitReason::SyncCondWait);
                     return Poll::Pending;
                 }
                 Stage::Queued(mutex) => {
@@ -310,7 +310,7 @@ impl<'a, T: ?Sized> Future for CondWait<'_, 'a, T> {
                         if this.node.state() == WAITING {
                             list.set_waker(&this.node, cx.waker());
                             drop(list);
-                            goro_runtime::set_wait_reason(WaitReason::SyncCondWait);
+                            this.cond.list.park_reason(WaitReason::SyncCondWait);
                             return Poll::Pending;
                         }
                     }

@@ -535,7 +535,7 @@ impl AcquireOp {
             }
             list.set_waker(&self.node, cx.waker());
             drop(list);
-            goro_runtime::set_wait_reason(reason);
+            sem.waiters.park_reason(reason);
             return Poll::Pending;
         }
         // A yield point, before the first try (nothing is held yet).
@@ -563,7 +563,7 @@ impl AcquireOp {
         unsafe { list.push(&self.node, cx.waker().clone(), k as u64, false) };
         self.queued = true;
         drop(list);
-        goro_runtime::set_wait_reason(reason);
+        sem.waiters.park_reason(reason);
         Poll::Pending
     }
 

@@ -370,7 +370,7 @@ impl Future for Wait<'_> {
             }
             list.set_waker(&this.node, cx.waker());
             drop(list);
-            goro_runtime::set_wait_reason(WaitReason::SyncWaitGroupWait);
+            this.wg.list.park_reason(WaitReason::SyncWaitGroupWait);
             return Poll::Pending;
         }
         // A yield point, before looking at the counter.
@@ -398,7 +398,7 @@ impl Future for Wait<'_> {
         unsafe { list.push(&this.node, cx.waker().clone(), this.generation, false) };
         this.queued = true;
         drop(list);
-        goro_runtime::set_wait_reason(WaitReason::SyncWaitGroupWait);
+        this.wg.list.park_reason(WaitReason::SyncWaitGroupWait);
         Poll::Pending
     }
 }

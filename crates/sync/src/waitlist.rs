@@ -74,6 +74,9 @@ impl Node {
 /// The list: its lock guards the links and the extra data `X` of the type that owns it.
 pub(crate) struct WaitList<X = ()> {
     inner: Mutex<Links<X>>,
+    /// The synctest bubble the primitive was made in (0: none): a wait on it is durable only
+    /// for the Gs of that bubble (see `goro_runtime::bubble`).
+    bubble: u64,
 }
 
 struct Links<X> {
@@ -89,7 +92,17 @@ unsafe impl<X: Send> Send for Links<X> {}
 
 impl<X> WaitList<X> {
     pub(crate) fn new(extra: X) -> WaitList<X> {
-        WaitList { inner: Mutex::new(Links { head: ptr::null(), tail: ptr::null(), len: 0, extra }) }
+        WaitList {
+            inner: Mutex::new(Links { head: ptr::null(), tail: ptr::null(), len: 0, extra }),
+            bubble: goro_runtime::synctest::tag(),
+        }
+    }
+
+    /// Records that the calling G waits on this list's primitive for `reason` (durable in a
+    /// synctest bubble when the primitive was made in the caller's bubble).
+    #[inline]
+    pub(crate) fn park_reason(&self, reason: goro_runtime::WaitReason) {
+        goro_runtime::synctest::set_wait_reason_of(reason, self.bubble);
     }
 
     /// Takes the list's lock.

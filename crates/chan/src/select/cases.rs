@@ -27,6 +27,8 @@ pub trait Case: Sync + sealed::Sealed {
     fn key(&self) -> Option<usize>;
     /// Whether it is a send case (for the wait reason of a select on nil channels).
     fn is_send(&self) -> bool;
+    /// The synctest bubble of the case's channel (`None` for a nil channel).
+    fn bubble(&self) -> Option<u64>;
     /// Locks the case's channel.
     fn lock(&self);
     /// # Safety
@@ -154,9 +156,13 @@ impl<T: Send> Case for RecvCase<'_, T> {
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
     }
+    fn bubble(&self) -> Option<u64> {
+        self.chan.map(|c| c.bubble)
+    }
 
     fn try_alone(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
+        c.check_bubble();
         c.raw_lock();
         // SAFETY: we hold the lock, and this is the only live `&mut Inner` of the channel.
         let fast = unsafe { c.inner_locked() }.try_recv_fast();
@@ -346,9 +352,13 @@ impl<T: Send> Case for SendCase<'_, T> {
     fn key(&self) -> Option<usize> {
         self.chan.map(Chan::addr)
     }
+    fn bubble(&self) -> Option<u64> {
+        self.chan.map(|c| c.bubble)
+    }
 
     fn try_alone(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
+        c.check_bubble();
         c.raw_lock();
         let v = self.take_value().expect("goro: send case without its value");
         // SAFETY: we hold the lock, and this is the only live `&mut Inner` of the channel.

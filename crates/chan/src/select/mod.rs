@@ -89,6 +89,23 @@ fn park_reason(cases: &[&dyn Case]) -> goro_runtime::WaitReason {
     }
 }
 
+/// The synctest bubble a select waits in, for the census of durably blocked Gs: its channels'
+/// common bubble; one that matches no bubble if they differ; any bubble (the caller's) if it
+/// has no channel but nil ones and those of every bubble (Go's `select {}` in a bubble is
+/// durably blocked).
+fn bubble_of(cases: &[&dyn Case]) -> u64 {
+    use goro_runtime::synctest::{ANY, NONE_OF_THEM};
+    let mut owner = ANY;
+    for b in cases.iter().filter_map(|c| c.bubble()).filter(|&b| b != ANY) {
+        if owner == ANY {
+            owner = b;
+        } else if owner != b {
+            return NONE_OF_THEM;
+        }
+    }
+    owner
+}
+
 /// The state of one select, shared by the static and the dynamic form.
 pub(crate) struct Core {
     shared: SelectShared,
@@ -106,7 +123,7 @@ impl Core {
         let polled = self.poll_select(cases, has_default, cx);
         if polled.is_pending() {
             // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            goro_runtime::set_wait_reason(park_reason(cases));
+            goro_runtime::synctest::set_wait_reason_of(park_reason(cases), bubble_of(cases));
         }
         polled
     }
@@ -308,13 +325,26 @@ fn unlock_all(cases: &[&dyn Case], lockorder: &[u16]) {
     }
 }
 
+#[cfg(not(loom))]
+thread_local! {
+    // `const`: no lazy-initialisation check per call; seeded on first use instead.
+    static STATE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sets the calling thread's generator of `select!`'s random case order to `state` and
+/// returns the state it had: a `goro::synctest` bubble, which runs on one thread, seeds it from
+/// its own seed so that every `select!` choice replays. Not part of the stable API.
+#[doc(hidden)]
+pub fn reseed(state: u64) -> u64 {
+    #[cfg(not(loom))]
+    return STATE.with(|s| s.replace(state));
+    #[cfg(loom)]
+    return state;
+}
+
 /// A uniform random number in `0..n` (Lemire's multiply-shift on a per-thread wyrand).
 #[cfg(not(loom))]
 fn fastrand(n: u32) -> u32 {
-    thread_local! {
-        // `const`: no lazy-initialisation check per call; seeded on first use instead.
-        static STATE: Cell<u64> = const { Cell::new(0) };
-    }
     STATE.with(|s| {
         let mut x = s.get();
         if x == 0 {

@@ -57,6 +57,16 @@ impl<T> JoinHandle<T> {
         JoinHandle { raw: NonNull::dangling(), model: Some(join), _output: PhantomData }
     }
 
+    /// The synctest bubble of the G's runtime (0: none), for the wait reason of a join.
+    fn bubble_tag(&self) -> u64 {
+        #[cfg(loom)]
+        if self.model.is_some() {
+            // A G of `goro::model`: no runtime, no bubble.
+            return 0;
+        }
+        self.header().scheduler().bubble_tag()
+    }
+
     fn header(&self) -> &Header {
         // SAFETY: the handle owns a reference.
         unsafe { self.raw.as_ref() }
@@ -154,13 +164,13 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // A yield point, even for a G that has finished (a loop joining finished Gs must still
         // let others run once sysmon asks); nothing is taken before it.
         std::task::ready!(crate::coop::poll_proceed(cx));
-        let polled = self.poll_join(cx);
+        let polled = self.as_mut().poll_join(cx);
         if polled.is_pending() {
-            crate::set_wait_reason(crate::WaitReason::Join);
+            crate::synctest::set_wait_reason_of(crate::WaitReason::Join, self.bubble_tag());
         }
         polled
     }

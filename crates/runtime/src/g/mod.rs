@@ -152,6 +152,9 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn gfput(&self, class: u8, block: gfree::Block);
     /// A G's panic that nothing observed (its `JoinError`, dropped unread).
     fn unobserved(&self, parent: u64, err: JoinError);
+    /// The synctest bubble the scheduler is (0: none): a join of one of its Gs is durable only
+    /// there.
+    fn bubble_tag(&self) -> u64;
 }
 
 /// How a finished G leaves `allgs` (see [`Schedule::unlink`]).

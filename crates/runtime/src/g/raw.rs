@@ -18,6 +18,10 @@ use std::ptr::NonNull;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Waker};
 
+/// The bit of a wait-reason byte that says the primitive waited on belongs to no synctest bubble
+/// of the waiter's, so that its wait is never durable (see `synctest::set_wait_reason_of`).
+pub(crate) const EXTERNAL: u8 = 0x80;
+
 /// Why a G is waiting (Go's `waitReason`), as [`dump`](crate::dump) and
 /// [`goroutines`](crate::goroutines) show it. Every goro primitive that parks a G sets it
 /// whenever it returns `Pending` ([`set_wait_reason`](crate::set_wait_reason)); the runtime
@@ -62,10 +66,13 @@ pub enum WaitReason {
     /// `goroutine join`: awaiting a [`JoinHandle`](crate::JoinHandle) (Go has no such thing;
     /// named for what it is).
     Join,
+    /// In `goro::synctest::wait`, or the root of a bubble waiting for its Gs to exit
+    /// (`synctest.Wait`).
+    SynctestWait,
 }
 
 impl WaitReason {
-    const ALL: [WaitReason; 17] = [
+    const ALL: [WaitReason; 18] = [
         WaitReason::Future,
         WaitReason::ChanReceive,
         WaitReason::ChanSend,
@@ -83,6 +90,7 @@ impl WaitReason {
         WaitReason::ChanSendNilChan,
         WaitReason::SyncCondWait,
         WaitReason::Join,
+        WaitReason::SynctestWait,
     ];
 
     /// Go's text for the reason, as `runtime.Stack` prints it.
@@ -110,11 +118,13 @@ impl WaitReason {
             WaitReason::ChanSendNilChan => "chan send (nil chan)",
             WaitReason::SyncCondWait => "sync.Cond.Wait",
             WaitReason::Join => "goroutine join",
+            WaitReason::SynctestWait => "synctest.Wait",
         }
     }
 
+    /// The reason in a wait-reason byte (without the bubble's `EXTERNAL` bit).
     pub(crate) fn from_u8(v: u8) -> WaitReason {
-        WaitReason::ALL.get(usize::from(v)).copied().unwrap_or(WaitReason::Future)
+        WaitReason::ALL.get(usize::from(v & !EXTERNAL)).copied().unwrap_or(WaitReason::Future)
     }
 }
 

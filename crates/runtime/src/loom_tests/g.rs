@@ -48,6 +48,7 @@ pub(super) fn config(max_threads: usize) -> Config {
         unhandled_panic: crate::panics::UnhandledPanic::Ignore,
         on_thread_start: None,
         on_thread_stop: None,
+        bubble: None,
     }
 }
 

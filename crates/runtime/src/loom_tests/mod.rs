@@ -27,6 +27,7 @@
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours),
 //! and `LOOM_MAX_BRANCHES` when set, [`DEFAULT_MAX_BRANCHES`] otherwise.
 
+mod bubble;
 mod checkdead;
 mod g;
 mod netpoll;

@@ -356,9 +356,11 @@ type WaitStart = Instant;
 #[cfg(loom)]
 type WaitStart = ();
 
+/// goro's clock: in a synctest bubble the bubble's, so that starvation mode (a waiter that
+/// waited 1 ms) is decided by the bubble's time, and a seed replays it.
 #[cfg(not(loom))]
 fn now() -> WaitStart {
-    Instant::now()
+    goro_runtime::time::now()
 }
 #[cfg(loom)]
 fn now() -> WaitStart {}
@@ -415,7 +417,7 @@ impl LockOp {
         let awoke = {
             match self.outcome(m, cx) {
                 WAITING => {
-                    goro_runtime::set_wait_reason(WaitReason::SyncMutexLock);
+                    m.waiters.park_reason(WaitReason::SyncMutexLock);
                     return Poll::Pending;
                 }
                 HANDED_OFF => {
@@ -505,7 +507,7 @@ impl LockOp {
                         unsafe { list.push(&self.node, cx.waker().clone(), 0, front) };
                         self.queued = true;
                         drop(list);
-                        goro_runtime::set_wait_reason(WaitReason::SyncMutexLock);
+                        m.waiters.park_reason(WaitReason::SyncMutexLock);
                         return Poll::Pending;
                     }
                     Err(actual) => old = actual,

@@ -1,0 +1,174 @@
+//! What goro's primitives and the facade's `goro::synctest` call into a bubble (see `bubble`):
+//! the tag a primitive takes when it is made and the checks made with it, the wait reasons
+//! that the bubble's census reads, `wait`, and the bubble's clocks. Not part of the stable API.
+
+use crate::bubble::{Bubble, Waiter};
+use crate::g::raw::{WaitReason, EXTERNAL};
+use crate::loom::Ordering::*;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll};
+use std::time::{Instant, SystemTime};
+
+pub use crate::bubble::{BubbleSpec, BubbleSummary, Policy, ANY, DEADLOCK, NONE_OF_THEM, ROOT_EXITED};
+
+/// The bubble of the calling thread's runtime, if it is one.
+fn current() -> Option<StdArc<Bubble>> {
+    crate::m::current(|ctx| ctx.and_then(|c| c.shared.config.bubble.clone()))
+}
+
+/// The id of the bubble of the calling thread (0: none). goro's channels and sync types take it
+/// when they are made. Not part of the stable API.
+#[doc(hidden)]
+#[inline]
+pub fn tag() -> u64 {
+    crate::m::current(|ctx| ctx.and_then(|c| c.shared.config.bubble.as_ref().map(|b| b.id)).unwrap_or(0))
+}
+
+/// The id of the bubble the calling thread runs in and its seed, if it runs in one.
+pub fn current_seed() -> Option<u64> {
+    current().map(|b| b.seed)
+}
+
+/// Panics unless the calling thread runs in bubble `owner` (a primitive's [`tag`], not 0):
+/// a bubble's channels, timers and pipes may not be used from outside it (Go's rule).
+#[doc(hidden)]
+#[cold]
+#[track_caller]
+pub fn check_tag(owner: u64, what: &str) {
+    if owner == ANY {
+        return;
+    }
+    let here = tag();
+    if here != owner {
+        let from = if here == 0 { "outside any bubble".to_owned() } else { format!("synctest bubble {here}") };
+        panic!("goro: {what} of synctest bubble {owner} used from {from}");
+    }
+}
+
+/// [`set_wait_reason`](crate::set_wait_reason) for a primitive made in bubble `owner` (its
+/// [`tag`]): in a bubble, a wait on a primitive of another bubble, or of none, is marked as
+/// not durable. Outside bubbles it is `set_wait_reason`. Not part of the stable API.
+#[doc(hidden)]
+pub fn set_wait_reason_of(reason: WaitReason, owner: u64) {
+    #[cfg(loom)]
+    if crate::model::set_wait_reason(reason) {
+        return;
+    }
+    crate::m::current(|ctx| {
+        if let Some(ctx) = ctx {
+            let here = ctx.shared.config.bubble.as_ref().map_or(0, |b| b.id);
+            let v = reason as u8 | if here == owner || owner == ANY { 0 } else { EXTERNAL };
+            ctx.with_wait_reason(|slot| slot.store(v, Relaxed));
+        }
+    })
+}
+
+/// Waits until every other G of the bubble is durably blocked (Go's `synctest.Wait`).
+///
+/// # Panics
+/// Outside a bubble, and when another G of the bubble is in `wait` already (Go's rules).
+#[track_caller]
+pub fn wait() -> Wait {
+    let Some(bubble) = current() else {
+        panic!("goro: synctest::wait called outside a synctest bubble");
+    };
+    Wait { bubble, registered: false, location: std::panic::Location::caller() }
+}
+
+/// The future of [`wait`]. Cancel-safe: dropping it gives up the wait.
+#[must_use = "futures do nothing unless you `.await` them"]
+#[derive(Debug)]
+pub struct Wait {
+    bubble: StdArc<Bubble>,
+    registered: bool,
+    location: &'static std::panic::Location<'static>,
+}
+
+impl Future for Wait {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let mut w = this.bubble.waiter.lock();
+        if this.registered {
+            let slot = w.as_mut().expect("goro: the waiter slot is ours while registered");
+            if slot.released {
+                *w = None;
+                this.registered = false;
+                return Poll::Ready(());
+            }
+            slot.waker.clone_from(cx.waker());
+        } else {
+            if w.is_some() {
+                drop(w);
+                panic!("goro: synctest::wait called by two goroutines of one bubble at once (at {})", this.location);
+            }
+            *w = Some(Waiter { waker: cx.waker().clone(), released: false });
+            this.registered = true;
+        }
+        drop(w);
+        crate::set_wait_reason(WaitReason::SynctestWait);
+        Poll::Pending
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        if self.registered {
+            self.bubble.waiter.lock().take();
+        }
+    }
+}
+
+/// The root returned: waits until every G of the bubble has exited (Go's `synctest.Test`
+/// does), or fails with [`ROOT_EXITED`] if they stay blocked. Not part of the stable API.
+#[doc(hidden)]
+pub fn wait_exit() -> WaitExit {
+    let bubble = current().expect("goro: wait_exit outside a bubble");
+    bubble.root_done.store(true, Release);
+    WaitExit { bubble }
+}
+
+/// The future of [`wait_exit`].
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct WaitExit {
+    bubble: StdArc<Bubble>,
+}
+
+impl Future for WaitExit {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let live = crate::m::current(|ctx| {
+            let sh = &ctx.expect("in the bubble").shared;
+            let mut live = 0;
+            sh.allgs.for_each(|h| live += usize::from(!h.state.load().is_complete()));
+            live
+        });
+        let _ = &self.bubble;
+        if live == 0 {
+            return Poll::Ready(());
+        }
+        // Woken by `release_exit` once no G is left; the main future's waker is M0's own.
+        crate::set_wait_reason(WaitReason::SynctestWait);
+        Poll::Pending
+    }
+}
+
+/// [`goro::time::now`](crate::time::now) in a bubble: its clock.
+pub(crate) fn now_in_bubble() -> Option<Instant> {
+    crate::m::current(|ctx| {
+        let c = ctx?;
+        let b = c.shared.config.bubble.as_ref()?;
+        Some(b.now(c.shared.start))
+    })
+}
+
+/// The wall clock: the bubble's inside one (from 2000-01-01T00:00:00Z), else the system's.
+pub fn system_now() -> SystemTime {
+    crate::m::current(|ctx| ctx.and_then(|c| c.shared.config.bubble.as_ref().map(|b| b.system_now())))
+        .unwrap_or_else(SystemTime::now)
+}
