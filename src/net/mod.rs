@@ -17,6 +17,7 @@
 //! | `conn.(*net.TCPConn).CloseWrite()` | [`stream.shutdown(Shutdown::Write)`](TcpStream::shutdown) |
 //! | `conn.Close()` | `drop(stream)` |
 //! | `net.ListenPacket("udp", addr)` | [`UdpSocket::bind(addr).await`](UdpSocket::bind) |
+//! | `net.Pipe()` | [`pipe()`](pipe()) → `(Pipe, Pipe)`: in memory, synchronous, with deadlines; in a `goro::synctest` bubble a G blocked on it is durably blocked |
 //! | `io.Reader` / `io.Writer` | [`futures_io::AsyncRead`] / [`futures_io::AsyncWrite`] |
 //!
 //! As in Go, one G may read a connection while another writes it: the I/O methods take
@@ -95,11 +96,13 @@
 //! [`goro::syscall`](crate::syscall), so the G's P goes on running the other Gs meanwhile.
 
 mod listener;
+mod pipe;
 mod split;
 mod stream;
 mod udp;
 
 pub use listener::TcpListener;
+pub use pipe::{pipe, Pipe};
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use stream::TcpStream;
 pub use udp::UdpSocket;
