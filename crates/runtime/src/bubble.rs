@@ -126,9 +126,14 @@ impl std::fmt::Debug for Bubble {
     }
 }
 
-/// A G of the run set. The set owns each G's run-queue reference.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Queued(GPtr);
+/// A G of the run set, which owns its run-queue reference; with its goid and (under PCT) its
+/// priority, read once when it joins the set.
+#[derive(Clone, Copy)]
+struct Queued {
+    g: GPtr,
+    goid: u64,
+    prio: u64,
+}
 // SAFETY: a G pointer is a counted reference to a `Send` G; only M0 touches the set.
 unsafe impl Send for Queued {}
 
@@ -215,31 +220,43 @@ impl Sched {
         p
     }
 
-    /// Chooses among the run set and the main future (when `main` is woken).
-    fn pick(&mut self, main: bool) -> Option<Pick> {
+    /// One step: the Gs from `before` on just joined the run set; chooses among the set and
+    /// the main future (when `main` is woken).
+    fn step(&mut self, before: usize, main: bool) -> Option<Pick> {
+        if let Policy::Pct { .. } = self.policy {
+            let last = self.last;
+            // The G that ran last is runnable again at once: it woke itself (a yield, or the
+            // budget ran out). It drops to the bottom, or a spin loop at the top priority would
+            // never give way. At a change point it drops in any case (PCT's rule).
+            let again = self.runnable[before..].iter().any(|q| q.goid == last) || (main && last == MAIN);
+            let change = last != u64::MAX && self.change_points.contains(&self.steps);
+            if again || change {
+                self.low += 1;
+                let low = self.low;
+                self.prio.insert(last, low);
+            }
+            for i in before..self.runnable.len() {
+                let goid = self.runnable[i].goid;
+                self.runnable[i].prio = self.priority(goid);
+            }
+        }
         let n = self.runnable.len() + usize::from(main);
         if n == 0 {
             return None;
         }
-        let goid_of = |q: &Queued| -> u64 {
-            // SAFETY: the set holds the run-queue reference of each of its Gs.
-            unsafe { q.0.as_ref() }.goid
-        };
         let i = match self.policy {
             Policy::Random => self.below(n as u64) as usize,
             Policy::Pct { .. } => {
-                if self.change_points.contains(&self.steps) && self.last != u64::MAX {
-                    // A change point: the G that ran last drops below every other.
-                    self.low += 1;
-                    let low = self.low;
-                    self.prio.insert(self.last, low);
-                }
                 let mut best = (0, 0u64);
-                for i in 0..n {
-                    let goid = if i < self.runnable.len() { goid_of(&self.runnable[i]) } else { MAIN };
-                    let p = self.priority(goid);
-                    if i == 0 || p > best.1 {
-                        best = (i, p);
+                for (i, q) in self.runnable.iter().enumerate() {
+                    if i == 0 || q.prio > best.1 {
+                        best = (i, q.prio);
+                    }
+                }
+                if main {
+                    let p = self.priority(MAIN);
+                    if n == 1 || p > best.1 {
+                        best = (self.runnable.len(), p);
                     }
                 }
                 best.0
@@ -247,7 +264,7 @@ impl Sched {
         };
         let (pick, goid) = if i < self.runnable.len() {
             let q = self.runnable.swap_remove(i);
-            (Pick::G(q.0), goid_of(&q))
+            (Pick::G(q.g), q.goid)
         } else {
             (Pick::Main, MAIN)
         };
@@ -266,16 +283,6 @@ impl Sched {
             Policy::Pct { .. } => 8,
         };
         2 + self.below(max - 1) as u32
-    }
-
-    /// A G (or main) that is runnable again right after it ran woke itself (a yield): under
-    /// PCT it drops to the bottom, or a spin loop at the top priority would never give way.
-    fn yielded(&mut self, goid: u64) {
-        if matches!(self.policy, Policy::Pct { .. }) && goid == self.last {
-            self.low += 1;
-            let low = self.low;
-            self.prio.insert(goid, low);
-        }
     }
 }
 
@@ -339,15 +346,13 @@ impl Bubble {
     /// and the choice is made by the policy. Also draws the chosen poll's preemption budget.
     pub(crate) fn next(&self, main: bool, fill: impl FnOnce(&mut dyn FnMut(GPtr))) -> Option<(Pick, u32)> {
         let mut s = self.sched.lock();
-        let last = s.last;
         let before = s.runnable.len();
-        fill(&mut |g| s.runnable.push(Queued(g)));
-        // SAFETY: the set holds the run-queue reference of each of its Gs.
-        let again = s.runnable[before..].iter().any(|q| unsafe { q.0.as_ref() }.goid == last);
-        if again || (main && last == MAIN) {
-            s.yielded(last);
-        }
-        let pick = s.pick(main)?;
+        fill(&mut |g| {
+            // SAFETY: the G comes with its run-queue reference, which the set now holds.
+            let goid = unsafe { g.as_ref() }.goid;
+            s.runnable.push(Queued { g, goid, prio: 0 });
+        });
+        let pick = s.step(before, main)?;
         Some((pick, s.budget()))
     }
 
@@ -389,7 +394,7 @@ impl Bubble {
     /// Gives back the run-queue references of the Gs still in the run set (shutdown).
     pub(crate) fn drain(&self, mut f: impl FnMut(GPtr)) {
         let gs = std::mem::take(&mut self.sched.lock().runnable);
-        gs.into_iter().for_each(|q| f(q.0));
+        gs.into_iter().for_each(|q| f(q.g));
     }
 }
 
