@@ -182,3 +182,27 @@ fn a_leak_failure_points_at_the_test() {
         out.stderr
     );
 }
+
+/// The failing test of `a_failing_test_shows_its_panic`, run as a child (an ignored test, so
+/// that it fails nowhere else).
+#[goro::test]
+#[ignore = "run by a_failing_test_shows_its_panic"]
+async fn child_fails_with_a_message() {
+    assert_eq!(1 + 1, 3, "the message of the failed assertion");
+}
+
+/// A `#[goro::test]` whose body panics fails with the panic's message and location, where the
+/// test harness shows it (the main G's panic is resumed on the test's thread, which calls no
+/// panic hook: it is printed there first).
+#[test]
+fn a_failing_test_shows_its_panic() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_fails_with_a_message", "--exact", "--ignored", "--test-threads=1"])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the message of the failed assertion"), "{stdout}");
+    assert!(stdout.contains("tests/macros.rs:"), "{stdout}");
+}

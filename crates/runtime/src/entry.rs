@@ -189,7 +189,10 @@ where
         drop(rt);
         match out {
             Ok(v) => v,
-            Err(e) if e.is_panic() => resume_unwind(e.into_panic()),
+            Err(e) if e.is_panic() => {
+                crate::panics::print_resumed(&e);
+                resume_unwind(e.into_panic())
+            }
             Err(e) => panic!("goro: the main G ended without a result: {e}"),
         }
     }

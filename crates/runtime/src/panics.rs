@@ -100,6 +100,23 @@ fn print_caught() {
     }
 }
 
+/// The main G of `#[goro::main]`/`#[goro::test]` panicked, and its panic goes on in the calling
+/// thread (`resume_unwind`, which calls no hook): print it there first, as Rust's hook would
+/// have where it happened, so that the test harness shows it under the failed test (it
+/// captures the test thread's output) and a program's stderr has it.
+pub(crate) fn print_resumed(err: &JoinError) {
+    let name = std::thread::current().name().unwrap_or("<unnamed>").to_owned();
+    let (at, bt) = match err.origin() {
+        Some(o) => (o.location.clone().unwrap_or_else(|| "<unknown>".to_owned()), Some(&o.backtrace)),
+        None => ("<unknown>".to_owned(), None),
+    };
+    let mut s = format!("thread '{name}' panicked at {at}:\n{}\n", err.panic_message());
+    if let Some(bt) = bt {
+        push_backtrace(&mut s, bt);
+    }
+    eprint!("{s}");
+}
+
 /// The panic kept for the G this thread polls, taken (the poll's `catch_unwind` caught it).
 pub(crate) fn take_kept() -> Option<Origin> {
     KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten()
