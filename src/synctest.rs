@@ -31,15 +31,17 @@
 //!
 //! - Go's list: a send or receive on a channel, a `select!` whose every case is such a channel
 //!   (or no case at all), [`Cond::wait`](crate::sync::Cond), [`WaitGroup::wait`](crate::sync::WaitGroup)
-//!   (the group is the bubble's once `add` was called in it, as in Go), sleeping and every
+//!   (a group made in the bubble: Go counts one whose first `add` ran there, which goro could
+//!   only learn at a cost on every `add`), sleeping and every
 //!   timer ([`time::sleep`](crate::time::sleep), `after`, `tick`, `Timer`, `Ticker`,
 //!   `after_func`, `timeout`, context deadlines), and [`wait`] itself;
-//! - beyond Go: [`Mutex`](crate::sync::Mutex), [`RwMutex`](crate::sync::RwMutex),
-//!   [`Semaphore`](crate::sync::Semaphore) and [`Once`](crate::sync::Once) made in the bubble,
-//!   and awaiting a [`JoinHandle`](crate::JoinHandle) of a G of the bubble. Go cannot count a
-//!   `sync.Mutex`, because its holder may be outside the bubble and nothing records who holds
-//!   it; a goro lock made in the bubble is one the bubble's Gs use, and the bubble's census
-//!   sees its holder.
+//! - beyond Go: [`Mutex`](crate::sync::Mutex), [`RwMutex`](crate::sync::RwMutex) and
+//!   [`Semaphore`](crate::sync::Semaphore) made in the bubble, and awaiting a
+//!   [`JoinHandle`](crate::JoinHandle) of a G of the bubble. Go cannot count a `sync.Mutex`,
+//!   because its holder may be outside the bubble and nothing records who holds it; a goro
+//!   lock made in the bubble is one the bubble's Gs use, so only they can release it.
+//!   ([`Once`](crate::sync::Once) never blocks in a bubble: its action is synchronous, and the
+//!   bubble runs one G at a time, so no second caller can find it running.)
 //!
 //! Not durable: I/O on real sockets (the network may answer), [`syscall`](crate::syscall),
 //! any future that is not goro's (a tokio channel, a hand-written future: a G parked on one

@@ -182,6 +182,9 @@ pub(crate) struct MCtx {
     /// After the main future yields, how many Gs run before it is polled again (so that a main
     /// G looping on `yield_now` lets the queue run, as Go's `Gosched` does).
     main_defer: Cell<usize>,
+    /// The runtime's synctest bubble, if it is one: `findrunnable` asks at every call, and a
+    /// copy here costs no read of `Shared`.
+    bubble: Option<StdArc<Bubble>>,
 }
 
 // The current M (Go's `getg().m`): the one thread-local lookup through which `go`, wakers,
@@ -274,6 +277,7 @@ pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
 impl MCtx {
     pub(crate) fn new(shared: StdArc<Shared>, m: StdArc<M>, main: Option<StdArc<MainState>>) -> MCtx {
         MCtx {
+            bubble: shared.config.bubble.clone(),
             shared,
             m,
             core: RefCell::new(None),
@@ -528,7 +532,7 @@ impl MCtx {
     /// Go's `findrunnable`: a G to run, blocking (the M sleeps) until there is one.
     fn findrunnable(&self) -> Found {
         let sh = &*self.shared;
-        if let Some(b) = &sh.config.bubble {
+        if let Some(b) = &self.bubble {
             return self.findrunnable_in_bubble(b);
         }
         'top: loop {
@@ -1012,6 +1016,10 @@ impl MCtx {
     /// `findrunnable` in a bubble: the next G by the bubble's policy; when none is runnable,
     /// the census decides between sleeping until a wake from outside, releasing
     /// `synctest::wait`, moving the clock, and reporting a deadlock (`Found::BubbleDeadlock`).
+    // Out of line: `findrunnable` is the scheduler's hottest function, and a runtime that is
+    // no bubble must not pay for this one's code beside it.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn findrunnable_in_bubble(&self, b: &Bubble) -> Found {
         let sh = &*self.shared;
         loop {
