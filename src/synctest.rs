@@ -74,7 +74,14 @@
 //! What a bubble costs: a step (choosing the next G) moves the Gs made runnable since the last
 //! step into the bubble's run set and draws one random number (under PCT, a look at each
 //! runnable G's priority); a G that blocks costs a census of the bubble's Gs only when no G
-//! is left to run. Outside bubbles nothing runs of this.
+//! is left to run. Measured (`cargo bench -p goro-benches --bench synctest`), a step takes
+//! 1.16-1.28x what it takes on a one-P runtime, 1.5-1.7x under PCT, and a bubble is built and
+//! dropped in about 6 us. Outside bubbles nothing runs of this.
+//!
+//! A G is classed by the last goro primitive it waited on in its poll: a G that awaits a goro
+//! channel and some other future at once (a hand-written `select` of the two) counts as
+//! waiting on the channel. Wrap such a wait so that the foreign future is awaited alone, or
+//! keep it out of bubbles.
 //!
 //! # Porting from Go
 //!

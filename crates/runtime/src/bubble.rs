@@ -19,7 +19,9 @@
 //! [`Policy`] from its seed: uniformly at random, or by randomized priorities (PCT). One G
 //! runs at a time, and the sequence of choices is a function of the seed and of what the Gs
 //! do; wakes from outside the bubble (real I/O, a thread, another runtime) are the only other
-//! input, and a bubble that uses none of them replays exactly.
+//! input, and a bubble that uses none of them replays exactly. With no sysmon to preempt it, a
+//! G that never parks still yields after a number of yield points drawn from the seed
+//! (`coop::set_budget`), and timers due at one instant fire in an order drawn from it.
 //!
 //! # Durably blocked
 //!
@@ -30,8 +32,9 @@
 //! primitive then sets `EXTERNAL` in the reason: see `synctest::set_wait_reason_of`). A G parked on
 //! anything else (a socket, a foreign future: reason `Future`) is not. Then, in Go's order:
 //! if some G is not durably blocked, M0 sleeps in the netpoller until a wake from outside;
-//! else a pending `synctest::wait` returns; else the clock jumps to the earliest timer; else the
-//! bubble is deadlocked and the run ends with the report.
+//! else a pending `synctest::wait` returns; else the clock jumps to the earliest live timer
+//! (unless the root has returned: time then stands still, Go's rule); else the bubble is
+//! deadlocked, and `block_on` fails with the report.
 
 use crate::g::raw::{WaitReason, EXTERNAL};
 use crate::g::GPtr;

@@ -26,7 +26,7 @@ pub fn tag() -> u64 {
     crate::m::current(|ctx| ctx.and_then(|c| c.shared.config.bubble.as_ref().map(|b| b.id)).unwrap_or(0))
 }
 
-/// The id of the bubble the calling thread runs in and its seed, if it runs in one.
+/// The seed of the bubble the calling thread runs in, if it runs in one.
 pub fn current_seed() -> Option<u64> {
     current().map(|b| b.seed)
 }
@@ -91,6 +91,9 @@ impl Future for Wait {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
+        // Cloned before the lock: a waker may be another crate's (a combinator's), and its
+        // clone runs under no lock of ours.
+        let waker = cx.waker().clone();
         let mut w = this.bubble.waiter.lock();
         if this.registered {
             let slot = w.as_mut().expect("goro: the waiter slot is ours while registered");
@@ -99,16 +102,19 @@ impl Future for Wait {
                 this.registered = false;
                 return Poll::Ready(());
             }
-            slot.waker.clone_from(cx.waker());
+            // The old waker is dropped after the lock, as the new one was made before it.
+            let old = std::mem::replace(&mut slot.waker, waker);
+            drop(w);
+            drop(old);
         } else {
             if w.is_some() {
                 drop(w);
                 panic!("goro: synctest::wait called by two goroutines of one bubble at once (at {})", this.location);
             }
-            *w = Some(Waiter { waker: cx.waker().clone(), released: false });
+            *w = Some(Waiter { waker, released: false });
             this.registered = true;
+            drop(w);
         }
-        drop(w);
         crate::set_wait_reason(WaitReason::SynctestWait);
         Poll::Pending
     }
@@ -117,7 +123,8 @@ impl Future for Wait {
 impl Drop for Wait {
     fn drop(&mut self) {
         if self.registered {
-            self.bubble.waiter.lock().take();
+            let waiter = self.bubble.waiter.lock().take();
+            drop(waiter); // its waker, after the lock
         }
     }
 }
@@ -128,15 +135,13 @@ impl Drop for Wait {
 pub fn wait_exit() -> WaitExit {
     let bubble = current().expect("goro: wait_exit outside a bubble");
     bubble.root_done.store(true, Release);
-    WaitExit { bubble }
+    WaitExit(())
 }
 
 /// The future of [`wait_exit`].
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct WaitExit {
-    bubble: StdArc<Bubble>,
-}
+pub struct WaitExit(());
 
 impl Future for WaitExit {
     type Output = ();
@@ -148,11 +153,10 @@ impl Future for WaitExit {
             sh.allgs.for_each(|h| live += usize::from(!h.state.load().is_complete()));
             live
         });
-        let _ = &self.bubble;
         if live == 0 {
             return Poll::Ready(());
         }
-        // Woken by `release_exit` once no G is left; the main future's waker is M0's own.
+        // The bubble's `findrunnable` wakes the main future once no G is left.
         crate::set_wait_reason(WaitReason::SynctestWait);
         Poll::Pending
     }

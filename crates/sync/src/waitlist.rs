@@ -98,6 +98,12 @@ impl<X> WaitList<X> {
         }
     }
 
+    /// The synctest bubble the primitive was made in (0: none).
+    #[inline]
+    pub(crate) fn bubble(&self) -> u64 {
+        self.bubble
+    }
+
     /// Records that the calling G waits on this list's primitive for `reason` (durable in a
     /// synctest bubble when the primitive was made in the caller's bubble).
     #[inline]

@@ -341,8 +341,23 @@ impl RawMutex {
         };
         #[cfg(not(test))]
         let threshold = STARVATION_THRESHOLD;
-        since.is_some_and(|t| t.elapsed() > threshold)
+        since.is_some_and(|t| self.now().saturating_duration_since(t) > threshold)
     }
+
+    /// The clock a waiter's wait is measured on: for a mutex made in a synctest bubble the
+    /// bubble's, so that starvation mode (a waiter that waited 1 ms) is decided by its time and
+    /// a seed replays it; else the real one, with no look at the runtime on this path.
+    #[cfg(not(loom))]
+    fn now(&self) -> WaitStart {
+        if self.waiters.bubble() != 0 {
+            goro_runtime::time::now()
+        } else {
+            Instant::now()
+        }
+    }
+
+    #[cfg(loom)]
+    fn now(&self) -> WaitStart {}
 
     #[cfg(loom)]
     fn waited_too_long(&self, since: Option<WaitStart>) -> bool {
@@ -355,15 +370,6 @@ impl RawMutex {
 type WaitStart = Instant;
 #[cfg(loom)]
 type WaitStart = ();
-
-/// goro's clock: in a synctest bubble the bubble's, so that starvation mode (a waiter that
-/// waited 1 ms) is decided by the bubble's time, and a seed replays it.
-#[cfg(not(loom))]
-fn now() -> WaitStart {
-    goro_runtime::time::now()
-}
-#[cfg(loom)]
-fn now() -> WaitStart {}
 
 /// One lock operation: its wait-list node and what Go keeps in `Lock`'s locals. Lives inside the
 /// pinned [`Lock`](super::Lock) future (or a blocked thread's stack, through it).
@@ -497,7 +503,7 @@ impl LockOp {
                         // A waiter that waited before goes back to the front (Go's queueLifo).
                         let front = self.wait_start.is_some();
                         if !front {
-                            self.wait_start = Some(now());
+                            self.wait_start = Some(m.now());
                         }
                         // SAFETY: the node is not queued (`queued` is false: never queued, or
                         // completed and unlinked by a notifier). It is pinned inside the future
