@@ -139,12 +139,6 @@ struct Func {
 /// Expands `#[goro::main(args)]` / `#[goro::test(args)]` on `item`.
 pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>, Error> {
     let parsed = parse_args(kind, args).and_then(|args| Ok((args, parse_fn(kind, item)?)));
-    if let Ok((args, _)) = &parsed {
-        if args.synctest {
-            let func = parse_fn(kind, item).expect("parsed above");
-            return Ok(expand_synctest(&func));
-        }
-    }
     let (args, func) = match parsed {
         Ok(parsed) => parsed,
         Err(mut err) => {
@@ -154,6 +148,9 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
             return Err(err);
         }
     };
+    if args.synctest {
+        return Ok(expand_synctest(&func));
+    }
 
     // The future the runtime runs: the body, copied untouched, as an inner `async fn`. Not an
     // `async` block: whether the future is `Send` decides how it runs (below), and the compiler
@@ -974,6 +971,42 @@ mod tests {
         assert_eq!(render(Kind::Main, "", "struct S;"), "");
         // A test that fails to expand is simply not there.
         assert_eq!(render(Kind::Test, "", "fn t() {}"), "");
+    }
+
+    #[test]
+    fn synctest_runs_the_body_in_a_bubble_and_takes_no_other_argument() {
+        assert_expands(
+            Kind::Test,
+            "synctest",
+            "async fn t() { x() }",
+            "#[::core::prelude::v1::test] fn t() { async fn __goro_main() { x() } \
+             ::goro::synctest::__test_fn(__goro_main) }",
+        );
+        assert_error(
+            Kind::Test,
+            "synctest, max_procs = 2",
+            "async fn t() {}",
+            "goro::test: `max_procs` has no meaning with `synctest`: a bubble runs one G at a time",
+        );
+        assert_error(
+            Kind::Test,
+            "max_procs = 2, synctest",
+            "async fn t() {}",
+            "goro::test: `max_procs` has no meaning with `synctest`: a bubble runs one G at a time",
+        );
+        assert_error(
+            Kind::Test,
+            "synctest, allow_leaks",
+            "async fn t() {}",
+            "goro::test: `allow_leaks` and `synctest` do not go together: a bubble waits for every G it \
+             started, and one left blocked fails the test",
+        );
+        assert_error(
+            Kind::Main,
+            "synctest",
+            "async fn main() {}",
+            "goro::main: unknown argument `synctest` (expected `max_procs = N`)",
+        );
     }
 
     #[test]

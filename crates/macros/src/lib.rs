@@ -83,7 +83,12 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// yourself. Other attributes stay on it: `#[should_panic]`, `#[ignore]`, doc comments. Every
 /// test gets its own runtime, so tests running in parallel on cargo's test threads do not share
 /// Ps. `max_procs = N` sets the runtime's P count, e.g. `max_procs = 1` to run every goroutine of
-/// the test on one P.
+/// the test on one P. `allow_leaks` lets the test pass with goroutines still alive when it
+/// returns (by default that fails it, after a grace of a second). `synctest` runs the test in a
+/// `goro::synctest` bubble instead (Go's `synctest.Test`): a fake clock that jumps when every
+/// goroutine is durably blocked, one goroutine at a time, every choice from a seed
+/// (`GORO_SEED`), twice and compared step by step under `GORO_SYNCTEST_CHECK_DETERMINISM=1`;
+/// it takes neither `max_procs` nor `allow_leaks`.
 ///
 /// ```ignore
 /// #[goro::test]
@@ -101,6 +106,13 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// #[should_panic(expected = "boom")]
 /// async fn panics() {
 ///     panic!("boom");
+/// }
+///
+/// #[goro::test(synctest)]
+/// async fn an_hour_in_no_time() {
+///     let start = goro::time::now();
+///     goro::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert_eq!(goro::time::now() - start, std::time::Duration::from_secs(3600));
 /// }
 /// ```
 #[proc_macro_attribute]
