@@ -98,7 +98,9 @@ impl<X> WaitList<X> {
         }
     }
 
-    /// The synctest bubble the primitive was made in (0: none).
+    /// The synctest bubble the primitive was made in (0: none). (Under loom no mutex asks: a
+    /// model has no bubble and no clock.)
+    #[cfg(not(loom))]
     #[inline]
     pub(crate) fn bubble(&self) -> u64 {
         self.bubble
