@@ -1,4 +1,4 @@
-//! The probe behind stop 24's W8 finding (benches/results/2026-12-05-stop24-ab.txt): W8 with
+//! The probe behind the W8 finding of 4266616 (benches/results/2026-12-05-4266616-ab.txt): W8 with
 //! goro's public API, 30 runs in one runtime, printing the median ns per message and the
 //! runtime's scheduler counters per run. Not a cargo target: copy it into `src/main.rs` of a
 //! scratch crate whose `Cargo.toml` has `goro = { package = "goro-rt", path = "<a checkout>" }`
