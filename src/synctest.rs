@@ -91,7 +91,7 @@
 //! | `synctest.Wait()` | [`wait`]`().await` |
 //! | `time.Now()` in a bubble | [`goro::time::now`](crate::time::now), [`goro::time::system_now`](crate::time::system_now) (not `std::time::Instant::now`, which is the real clock) |
 
-use goro_runtime::synctest::{BubbleSpec, BubbleSummary, Policy};
+use goro_runtime::synctest::{panic_message, splitmix64, BubbleSpec, BubbleSummary, Policy};
 use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -271,7 +271,7 @@ const PCT: u64 = 1 << 63;
 const PCT_DEPTH: u32 = 3;
 
 fn pct_seed(base: u64, i: u64, steps: u64) -> u64 {
-    let r = splitmix(base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
+    let r = splitmix64(base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
     let log = u64::from(steps.max(2).next_power_of_two().trailing_zeros().min(127));
     PCT | (log << 56) | (u64::from(PCT_DEPTH) << 52) | r
 }
@@ -297,7 +297,7 @@ fn run<F: Future>(seed: u64, fut: F) -> (Result<F::Output, Box<dyn Any + Send>>,
         .bubble(spec(seed))
         .build()
         .unwrap_or_else(|e| panic!("goro: cannot build a synctest bubble: {e}"));
-    let select_rng = goro_chan::select::reseed(splitmix(seed) | 1);
+    let select_rng = goro_chan::select::reseed(splitmix64(seed) | 1);
     let out = catch_unwind(AssertUnwindSafe(|| {
         rt.block_on(async {
             let v = fut.await;
@@ -309,13 +309,6 @@ fn run<F: Future>(seed: u64, fut: F) -> (Result<F::Output, Box<dyn Any + Send>>,
     let summary = rt.bubble_summary().expect("a bubble");
     drop(rt);
     (out, summary)
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// `GORO_SEED` from the environment; a value that is not a number is reported and ignored.
@@ -336,14 +329,4 @@ fn random_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     h.finish() & !PCT
-}
-
-fn panic_message(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else {
-        "(a panic without a message)".to_owned()
-    }
 }

@@ -190,11 +190,9 @@ impl Sched {
 
     /// splitmix64.
     fn next(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let z = splitmix64(self.rng);
+        self.rng = self.rng.wrapping_add(SPLITMIX_GAMMA);
+        z
     }
 
     /// Uniform in `0..n` (n > 0), by Lemire's multiply-shift.
@@ -287,6 +285,17 @@ impl Sched {
         };
         2 + self.below(max - 1) as u32
     }
+}
+
+const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// splitmix64's output for the state `x` (the state then moves by its gamma): every number a
+/// bubble draws, and the seeds `goro::synctest` derives from one, come from it.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(SPLITMIX_GAMMA);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -122,7 +122,8 @@ pub(crate) fn take_kept() -> Option<Origin> {
     KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten()
 }
 
-fn payload_message(p: &(dyn std::any::Any + Send)) -> String {
+/// The message of a panic's payload (a `&str` or `String`; anything else is named by type).
+pub fn payload_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -11,7 +11,8 @@ use std::sync::Arc as StdArc;
 use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
 
-pub use crate::bubble::{BubbleSpec, BubbleSummary, Policy, ANY, DEADLOCK, NONE_OF_THEM, ROOT_EXITED};
+pub use crate::bubble::{splitmix64, BubbleSpec, BubbleSummary, Policy, ANY, DEADLOCK, NONE_OF_THEM, ROOT_EXITED};
+pub use crate::panics::payload_message as panic_message;
 
 /// The bubble of the calling thread's runtime, if it is one.
 fn current() -> Option<StdArc<Bubble>> {
