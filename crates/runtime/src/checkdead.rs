@@ -86,22 +86,22 @@ fn foreign_threads(census: Census) -> bool {
 
 /// Whether nothing of `sh` runs or can fire by itself (see the module docs).
 pub(crate) fn quiescent(sh: &Shared) -> bool {
-    sh.idle.npidle() == sh.procs
+    sh.idle.npidle() == sh.allp.procs()
         && sh.idle.nmspinning() == 0
         && sh.idle.syscall_waiting() == 0
-        && !sh.syscalls_without_p.any()
+        && !sh.syscalls_without_p().any()
         && !sh.any_work()
-        && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
+        && sh.allp.used().iter().all(|p| matches!(p.status.load(Acquire), crate::p::P_IDLE | crate::p::P_SPARE))
         && !sh.netpoll.any_waiters()
-        && sh.mains.lock().iter().all(|m| m.parked())
+        && sh.mains.with(|ms| ms.iter().all(|m| m.parked()))
         && !crate::timer::any_live_timer(sh)
 }
 
 /// A count that moves whenever anything of `sh` runs: polls of Gs and main futures, spawns and
 /// wakes from outside (which make a G run, which moves the Ps' poll counts).
 pub(crate) fn activity(sh: &Shared) -> u64 {
-    let polls: u64 = sh.used_ps().iter().map(|p| p.stats.polls.load(Relaxed)).sum();
-    polls.wrapping_add(sh.main_polls.load(Relaxed)).wrapping_add(sh.spawned_off_p.load(Relaxed))
+    let polls: u64 = sh.allp.used().iter().map(|p| p.stats.polls.load(Relaxed)).sum();
+    polls.wrapping_add(sh.mains.polls()).wrapping_add(sh.stats.spawned_off_p.load(Relaxed))
 }
 
 /// sysmon's view of one runtime's possible deadlock.
@@ -156,7 +156,7 @@ impl Watch {
 /// printed on stderr.
 fn report(sh: &Shared) {
     let text = format!("{DEADLOCK}\n\n{}", crate::traceback::dump_of(sh));
-    let nobody = sh.mains.lock().is_empty() && !sh.main_waiting.load(Acquire);
+    let nobody = sh.mains.with(|ms| ms.is_empty()) && !sh.mains.waiting();
     if sh.end_run(crate::fatal::Ending::Deadlock(text.clone())) && nobody {
         crate::config::warn_once(&format!("goro: {text}"));
     }

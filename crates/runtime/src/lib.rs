@@ -27,14 +27,14 @@
 //! # Layout
 //!
 //! Each protocol has one owner; the list runs from the bottom up (a module imports only modules
-//! above it in this list, except `sched` and `m`, which import each other: the scheduler's
-//! shared half and the M's loop are one algorithm, Go's `proc.go`). `tests/layout.rs` fails,
-//! naming the imports, if a change closes another circle.
+//! above it in this list). `tests/layout.rs` fails, naming the imports, if a change closes an
+//! import circle.
 //!
 //! - `loom`: the synchronization shim that lets loom model-check all of this (`loom_tests`).
 //! - `config`: the builder's settings, the environment knobs (`GORO_MAXPROCS`, `GORO_DEBUG`)
 //!   and `warn_once`. `park`: thread parking. `threads`: the calling thread's kernel id,
-//!   whether a thread sleeps in the kernel, and which threads are goro's own.
+//!   whether a thread sleeps in the kernel, which threads are goro's own, and the threads a
+//!   runtime started (`newm`'s side).
 //! - `runq`: a P's lock-free ring and `runnext`, split into the owner's `Local` half and the
 //!   thieves' `Steal` half (owns the ring's invariants); `globrunq`: the global queue.
 //! - `g`: the G. `raw`: the object and its vtable; `state`: its lifecycle word and the
@@ -47,19 +47,23 @@
 //!   deadline and its stale count; `timer::Heaps` is what timers ask of the runtime.
 //! - `p`: a P. Its shared half (status, the `Steal` side of the queue, timers, sysmon's flags
 //!   and counters) and its owner-only `PCore` (the `Local` queue, free lists, dead-G batch,
-//!   `schedtick`, `runnext` streak, goid cache, rng), which the owning M holds by value.
+//!   `schedtick`, `runnext` streak, goid cache, rng), which the owning M holds by value; and
+//!   `Allp`, every P slot (Go's `allp`).
 //! - `netpoll`: the mio poller, and the handshake of the one M that sleeps in it (`lastpoll`,
 //!   `pollUntil`). `idle`: the idle Ps, sleeping Ms, syscall waiters, spare P slots and the
 //!   spinning count, under the scheduler lock (`pidleget`/`pidleput`/`mget`/`mput`), and `M`,
 //!   what others see of an M (its parker, the hand-off slot). `fatal`: how a run ends early.
-//! - `sched`: the runtime's shared state (Go's `schedt` and `allp`) and the operations that
-//!   move work and Ms: `newproc` off-P, `ready`, `globrunqput`, `wakep`, `start_idle`,
-//!   `startm`, `newm`, `handoffp`. `m`: everything an M does with its P (`acquirep`,
-//!   `schedule`, `findrunnable`, `stopm`, `execute`, the local `newproc` and `runqput`,
-//!   `entersyscall`/`exitsyscall`, the poll marks sysmon reads, giving up a detached P) and the
-//!   thread-local current M (Go's `getg().m`).
-//! - `schedule`: `Shared`'s side of `g::Schedule`. `sysmon`: the monitor thread (retake,
-//!   preemption requests, the blocked-poll hand-off, fairness turns). `coop`: cooperative
+//!   `mains`: the main futures of the threads inside `block_on`.
+//! - `sched`: the runtime's shared state (Go's `schedt`), made of parts that own their fields,
+//!   and the operations that move work and Ms without being an M: `newproc` off-P,
+//!   `globrunqput`, `wakep`, `start_idle`, `startm`, `newm` (whose entry point, `m::mstart`, is
+//!   passed in), `handoffp`.
+//! - `m`: everything an M does with its P (`acquirep`, `schedule`, `findrunnable`, `stopm`,
+//!   `execute`, `newproc` and `runqput` on an M, `entersyscall`/`exitsyscall`, the poll marks
+//!   sysmon reads, giving up a detached P) and the thread-local current M (Go's `getg().m`).
+//! - `schedule`: `Shared`'s side of `g::Schedule` and `timer::Heaps` (`ready`, a timer's P).
+//!   `sysmon`: the monitor thread (retake, preemption requests, the blocked-poll hand-off,
+//!   fairness turns). `coop`: cooperative
 //!   preemption. `syscall`: `goro::syscall`. `yield_now`.
 //! - `time`: `sleep` and the raw timer; `io`: registrations for `goro::net`;
 //!   `block_on_thread`: the `*_blocking` calls.
@@ -91,6 +95,7 @@ mod idle;
 pub mod io;
 mod loom;
 mod m;
+mod mains;
 mod metrics;
 #[cfg(loom)]
 mod model;

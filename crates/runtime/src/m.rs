@@ -22,7 +22,8 @@ use crate::coop;
 use crate::g::raw::{self, Who};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::idle::{PWait, Spinning, M};
-use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use crate::loom::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use crate::mains::MainState;
 use crate::p::{self, PCore, P, P_DETACHED, P_RUNNING, P_SYSCALL};
 use crate::runq;
 use crate::sched::{Put, Shared};
@@ -32,8 +33,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::Location;
 use std::ptr;
-use std::sync::{Arc as StdArc, Weak};
-use std::task::Wake;
+use std::sync::Arc as StdArc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -59,77 +59,6 @@ enum Watch {
     LookAgain,
     /// Nothing came in time, or the main future is pending (the caller returns to it).
     Nothing,
-}
-
-/// The main future of an M inside `block_on`: its wake-up flag, and what a dump shows of it
-/// (it is no G, but Go's goroutine 1 all the same).
-pub(crate) struct MainState {
-    notified: AtomicBool,
-    m: StdArc<M>,
-    /// To wake the netpoller when M0 sleeps in it (weak: a waker may outlive the runtime).
-    shared: Weak<Shared>,
-    /// Set while M0 polls the future.
-    pub(crate) polling: AtomicBool,
-    /// As `Header::wait_reason` and `Header::parked_at` for a G.
-    pub(crate) wait_reason: AtomicU8,
-    pub(crate) parked_at: AtomicU32,
-    /// Where `block_on` was called.
-    pub(crate) location: &'static Location<'static>,
-}
-
-impl Wake for MainState {
-    fn wake(self: StdArc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &StdArc<Self>) {
-        // SeqCst, paired with `findrunnable`'s store of `in_netpoll` then load of `notified`:
-        // either M0 sees the notification before it polls, or we see it in the poller.
-        if !self.notified.swap(true, SeqCst) {
-            self.m.parker.unpark();
-            if self.m.in_netpoll() {
-                if let Some(sh) = self.shared.upgrade() {
-                    sh.netpoll.wake();
-                }
-            }
-        }
-    }
-}
-
-impl MainState {
-    pub(crate) fn new(m: StdArc<M>, shared: &StdArc<Shared>, location: &'static Location<'static>) -> MainState {
-        // Notified from the start: the first thing block_on does is poll.
-        MainState {
-            notified: AtomicBool::new(true),
-            m,
-            shared: StdArc::downgrade(shared),
-            polling: AtomicBool::new(false),
-            wait_reason: AtomicU8::new(0),
-            parked_at: AtomicU32::new(0),
-            location,
-        }
-    }
-
-    pub(crate) fn take_notified(&self) -> bool {
-        self.notified.swap(false, AcqRel)
-    }
-
-    pub(crate) fn is_notified(&self) -> bool {
-        self.notified.load(SeqCst)
-    }
-
-    /// Whether the main future waits: not being polled, not woken.
-    pub(crate) fn parked(&self) -> bool {
-        !self.polling.load(SeqCst) && !self.notified.load(SeqCst)
-    }
-
-    /// The run ended early (see `fatal`): wakes M0 wherever it sleeps, so that `block_on`
-    /// returns the ending.
-    pub(crate) fn wake_for_ending(&self) {
-        self.m.parker.unpark();
-        if let Some(sh) = self.shared.upgrade() {
-            sh.netpoll.wake();
-        }
-    }
 }
 
 /// Whether a G runs in the time slice of the G before it (Go's `inheritTime`).
@@ -251,6 +180,23 @@ pub(crate) fn current<R>(f: impl FnOnce(Option<&MCtx>) -> R) -> R {
     f(unsafe { p.as_ref() })
 }
 
+/// `newproc` from any thread: on an M of `shared`'s runtime, [`MCtx::spawn`] (the G goes to
+/// that M's P); anywhere else, [`Shared::spawn_off_p`].
+pub(crate) fn newproc<F>(
+    shared: &StdArc<Shared>,
+    future: F,
+    location: &'static Location<'static>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, &**shared)) {
+        Some(ctx) => ctx.spawn(future, location),
+        None => shared.spawn_off_p(future, raw::NO_PARENT, location),
+    })
+}
+
 /// Entry point of an M thread started by `newm`, holding P `p`.
 pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
     let _own = crate::threads::OwnThread::enter();
@@ -271,7 +217,7 @@ pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
     if let Some(h) = &ctx.shared.config.on_thread_stop {
         h.call_on_m("on_thread_stop");
     }
-    ctx.shared.nthreads.fetch_sub(1, Relaxed);
+    ctx.shared.threads.exited();
 }
 
 impl MCtx {
@@ -292,14 +238,14 @@ impl MCtx {
     /// Go's `acquirep`: this M takes P `p`, which it was given the right to (the idle list, a
     /// hand-off, a won syscall CAS).
     pub(crate) fn acquirep(&self, p: usize) {
-        self.shared.ps[p].status.store(P_RUNNING, Relaxed);
+        self.shared.allp[p].status.store(P_RUNNING, Relaxed);
         self.hold(p);
     }
 
     /// Takes P `p`'s core and publishes it as this M's P, leaving the status alone.
     pub(crate) fn hold(&self, p: usize) {
         debug_assert!(self.p.get().is_none(), "goro: acquirep by an M that holds a P");
-        let pp = &self.shared.ps[p];
+        let pp = &self.shared.allp[p];
         *self.core.borrow_mut() = Some(pp.take_core());
         // A request meant for the P's previous M's G.
         pp.preempt.store(false, Relaxed);
@@ -322,7 +268,7 @@ impl MCtx {
         unsafe { crate::loom::set_lock_waits(std::ptr::null()) };
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
-        self.shared.ps[p].put_core(core);
+        self.shared.allp[p].put_core(core);
         self.p.set(None);
         Some(p)
     }
@@ -448,7 +394,7 @@ impl MCtx {
             c.schedtick = c.schedtick.wrapping_add(1);
             c.schedtick
         }) {
-            self.shared.ps[pid].stats.schedtick.store(tick, Relaxed);
+            self.shared.allp[pid].stats.schedtick.store(tick, Relaxed);
         }
     }
 
@@ -468,11 +414,11 @@ impl MCtx {
         };
         let (g, reused) = self
             .with_core(|c| {
-                let goid = c.next_goid(&sh.goidgen);
+                let goid = c.next_goid(sh.goidgen());
                 raw::allocate(future, sh, &sh.gfree, goid, parent, location, Some(&mut c.gfree))
             })
             .expect("goro: the M holds a P");
-        let stats = &sh.ps[pid].stats;
+        let stats = &sh.allp[pid].stats;
         p::bump(&stats.spawned, 1);
         if reused {
             p::bump(&stats.gfree_reused, 1);
@@ -485,19 +431,19 @@ impl MCtx {
     }
 
     /// Go's `runqput` on this M's P, then `wakep` if there is stealable work (a G in the ring;
-    /// a G alone in `runnext` is sysmon's to watch, see [`Shared::ready`]), and always for a
+    /// a G alone in `runnext` is sysmon's to watch, see `ready` in `schedule`), and always for a
     /// spawn ([`Put::Spawn`]), as Go's `newproc` does. Without a P (or with one that sysmon
     /// detached: its M is stuck in a poll that blocks the thread, so a G made runnable by that
     /// poll goes where a running P finds it), as from any thread: the global queue.
     pub(crate) fn runqput(&self, g: GPtr, put: Put) {
         let sh = &*self.shared;
-        let Some(pid) = self.p.get().filter(|&p| sh.ps[p].status.load(Relaxed) != P_DETACHED) else {
+        let Some(pid) = self.p.get().filter(|&p| sh.allp[p].status.load(Relaxed) != P_DETACHED) else {
             sh.globrunqput(g);
             return;
         };
         // A full ring spills half of itself to the global queue (`runqputslow`).
         let spill = |batch: &runq::OverflowBatch<g::raw::Header>| {
-            p::bump(&sh.ps[pid].stats.local_runq_overflows, 1);
+            p::bump(&sh.allp[pid].stats.local_runq_overflows, 1);
             sh.global.push_batch(batch.iter());
         };
         let stealable = self
@@ -536,7 +482,7 @@ impl MCtx {
             return self.findrunnable_in_bubble(b);
         }
         'top: loop {
-            if sh.shutdown.load(Acquire) {
+            if sh.shutting_down(Acquire) {
                 return Found::Shutdown;
             }
             if self.main_pending() && self.main_defer.get() == 0 {
@@ -558,7 +504,7 @@ impl MCtx {
                     None => continue 'top,
                 }
             };
-            let p = &sh.ps[pid];
+            let p = &sh.allp[pid];
 
             // Go's `checkTimers`: run this P's expired timers (they may make Gs runnable here).
             // No lock and no clock read unless the heap has a timer.
@@ -613,7 +559,7 @@ impl MCtx {
             }
 
             // Steal, unless enough Ms are spinning already: at most half the busy Ps' worth.
-            let busy = sh.procs - sh.idle.npidle();
+            let busy = sh.allp.procs() - sh.idle.npidle();
             if self.spinning.get() || 2 * sh.idle.nmspinning() < busy {
                 if !self.spinning.get() {
                     self.become_spinning();
@@ -775,7 +721,7 @@ impl MCtx {
     fn globrunqget(&self, p: &P) -> Option<GPtr> {
         let sh = &*self.shared;
         // The ring is empty (runqget just failed), and the batch is at most CAP / 2 - 1 items.
-        let g = sh.global.pop_batch(sh.procs, runq::CAP / 2, |rest| {
+        let g = sh.global.pop_batch(sh.allp.procs(), runq::CAP / 2, |rest| {
             self.with_core(|c| c.runq.push_batch(rest));
         })?;
         p::bump(&p.stats.global_runq_polls, 1);
@@ -789,7 +735,7 @@ impl MCtx {
     fn globrunqget_due(&self, p: &P) -> Option<GPtr> {
         let sh = &*self.shared;
         let room = runq::CAP - self.with_core(|c| c.runq.len())?;
-        let g = sh.global.pop_batch(sh.procs, (runq::CAP / 2).min(room), |rest| {
+        let g = sh.global.pop_batch(sh.allp.procs(), (runq::CAP / 2).min(room), |rest| {
             self.with_core(|c| {
                 for g in rest {
                     // The batch fits in the room left.
@@ -815,15 +761,15 @@ impl MCtx {
         let sh = &*self.shared;
         let r = self.with_core(PCore::fastrand)?;
         // The order covers every P slot; slots past `used` have never held a G.
-        let used = sh.slots_used.load(Acquire);
-        for victim in sh.order.start(r) {
+        let used = sh.allp.slots_used();
+        for victim in sh.allp.random_order(r) {
             if victim == p.id || victim >= used {
                 continue;
             }
-            if sh.shutdown.load(Relaxed) {
+            if sh.shutting_down(Relaxed) {
                 return None;
             }
-            let v = &sh.ps[victim];
+            let v = &sh.allp[victim];
             if last {
                 // Go's timer stealing: run the victim's expired timers (an idle P's timers
                 // have no other M to run them); the Gs they wake land on our P.
@@ -885,7 +831,7 @@ impl MCtx {
                     return Watch::Stole(g);
                 }
             }
-            if !sh.global.is_empty() || sh.shutdown.load(Relaxed) {
+            if !sh.global.is_empty() || sh.shutting_down(Relaxed) {
                 return Watch::LookAgain;
             }
             // The caller returns to the main future next. Not `LookAgain`: the top of
@@ -970,7 +916,7 @@ impl MCtx {
             self.acquirep(p);
             return;
         }
-        if sh.shutdown.load(Acquire) || sh.fatal.has_ended() {
+        if sh.shutting_down(Acquire) || sh.fatal.has_ended() {
             return;
         }
         idle.waiter_put(self.m.clone(), PWait::Main);
@@ -988,7 +934,7 @@ impl MCtx {
                 self.start_slice();
                 return;
             }
-            let ending = sh.shutdown.load(Acquire) || sh.fatal.has_ended();
+            let ending = sh.shutting_down(Acquire) || sh.fatal.has_ended();
             if ending || Instant::now() >= deadline {
                 // Still on the list: hand-offs run under this lock.
                 idle.waiter_remove(&self.m);
@@ -998,7 +944,7 @@ impl MCtx {
     }
 
     fn stop_reason(&self) -> Option<Found> {
-        if self.shared.shutdown.load(Acquire) {
+        if self.shared.shutting_down(Acquire) {
             Some(Found::Shutdown)
         } else if self.main_pending() {
             Some(Found::Main)
@@ -1023,7 +969,7 @@ impl MCtx {
     pub(crate) fn findrunnable_in_bubble(&self, b: &Bubble) -> Found {
         let sh = &*self.shared;
         loop {
-            if sh.shutdown.load(Acquire) {
+            if sh.shutting_down(Acquire) {
                 return Found::Shutdown;
             }
             if sh.fatal.has_ended() {
@@ -1032,7 +978,7 @@ impl MCtx {
             // M0 holds the one P for the whole run: a bubble starts no other M.
             let pid = self.p().expect("goro: a bubble's M lost its P");
             let now = b.nanotime();
-            let due = sh.ps[pid].timers.earliest();
+            let due = sh.allp[pid].timers.earliest();
             if due != 0 && due <= now {
                 timer::run_timers_picked(sh, pid, now, |n| b.below(n));
             }
@@ -1078,7 +1024,7 @@ impl MCtx {
                     }
                     if root_done && live == 0 {
                         // The root returned and every G has exited: `wait_exit` returns.
-                        for m in sh.mains.lock().clone() {
+                        for m in sh.mains.snapshot() {
                             std::task::Wake::wake(m);
                         }
                         continue;
@@ -1095,13 +1041,15 @@ impl MCtx {
         let mut busy = false;
         let mut not_durable = false;
         let mut live = 0;
-        for m in sh.mains.lock().iter() {
-            if m.is_notified() || m.polling.load(Relaxed) {
-                busy = true;
-            } else if !bubble::durable(m.wait_reason.load(Relaxed)) {
-                not_durable = true;
+        sh.mains.with(|mains| {
+            for m in mains {
+                if m.is_notified() || m.polling.load(Relaxed) {
+                    busy = true;
+                } else if !bubble::durable(m.wait_reason.load(Relaxed)) {
+                    not_durable = true;
+                }
             }
-        }
+        });
         sh.allgs.for_each(|h| {
             let st = h.state.load();
             if st.is_complete() {
@@ -1136,7 +1084,7 @@ impl MCtx {
         // Pairs with the pusher's fence between its push and its look at `sleeping`.
         fence(SeqCst);
         let mut ready = Vec::new();
-        if sh.global.is_empty() && !self.main_pending() && !sh.fatal.has_ended() && !sh.shutdown.load(Acquire) {
+        if sh.global.is_empty() && !self.main_pending() && !sh.fatal.has_ended() && !sh.shutting_down(Acquire) {
             sh.netpoll.poll(None, &mut ready);
         }
         self.m.set_in_netpoll(false);
@@ -1174,7 +1122,7 @@ impl MCtx {
         let pid = self.p.get()?;
         // State kept for the length of a poll must not be held through a blocking call.
         crate::coop::run_poll_end();
-        let pp = &self.shared.ps[pid];
+        let pp = &self.shared.allp[pid];
         p::bump(&pp.stats.syscalltick, 1);
         // What the dump shows of the G meanwhile (`exitsyscall` clears it).
         self.with_wait_reason(|r| r.store(WaitReason::Syscall as u8, Relaxed));
@@ -1197,11 +1145,11 @@ impl MCtx {
             let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
             // Counted as inside a syscall before the P stops showing this M (`P_DETACHED`
             // becomes `P_SPARE`): see `SyscallsWithoutP`.
-            self.shared.syscalls_without_p.enter();
+            self.shared.syscalls_without_p().enter();
             if self.drop_detached(pid, who) {
                 return Some(SyscallP::Detached);
             }
-            self.shared.syscalls_without_p.leave();
+            self.shared.syscalls_without_p().leave();
             // sysmon undid the detach (see `drop_detached`): the P is ours again.
         }
     }
@@ -1211,7 +1159,7 @@ impl MCtx {
     pub(crate) fn exitsyscall(&self, entered: SyscallP) {
         self.with_wait_reason(|r| r.store(0, Relaxed));
         if let SyscallP::Own(pid) = entered {
-            if self.shared.ps[pid].status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
+            if self.shared.allp[pid].status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {
                 // Won against sysmon's retake: the core is ours again.
                 self.hold(pid);
                 return;
@@ -1220,7 +1168,7 @@ impl MCtx {
         // Retaken, or given up on entering: this M was counted in `syscalls_without_p` by
         // whoever took its P, and stays counted until it holds one again.
         self.exitsyscall_slow();
-        self.shared.syscalls_without_p.leave();
+        self.shared.syscalls_without_p().leave();
     }
 
     /// Gives P `pid`, which this M holds between two Gs, to an M back from a syscall that
@@ -1237,8 +1185,8 @@ impl MCtx {
         };
         let released = self.releasep();
         debug_assert_eq!(released, Some(pid), "goro: handing off a P this M does not hold");
-        sh.ps[pid].status.store(P_RUNNING, Relaxed);
-        sh.handoffs.fetch_add(1, Relaxed);
+        sh.allp[pid].status.store(P_RUNNING, Relaxed);
+        sh.stats.handoffs.fetch_add(1, Relaxed);
         // Under the lock, as `pidleput_locked` hands a P to a waiter.
         m.hand(pid, Spinning::No);
         m.parker.unpark();
@@ -1261,7 +1209,7 @@ impl MCtx {
             self.start_slice();
             return;
         }
-        if sh.shutdown.load(Acquire) {
+        if sh.shutting_down(Acquire) {
             return;
         }
         // `pidleput` hands the next freed P to us (under the same lock).
@@ -1276,7 +1224,7 @@ impl MCtx {
                 self.start_slice();
                 return;
             }
-            if sh.shutdown.load(Acquire) {
+            if sh.shutting_down(Acquire) {
                 idle.waiter_remove(&self.m);
                 return;
             }
@@ -1295,7 +1243,7 @@ impl MCtx {
     pub(crate) fn poll_start(&self, goid: u64) {
         // Read by sysmon and by `checkdead`'s activity count (which the loom models check).
         if let Some(pid) = self.p.get() {
-            let st = &self.shared.ps[pid].stats;
+            let st = &self.shared.allp[pid].stats;
             st.curgoid.store(goid, Relaxed);
             st.polls.store(st.polls.load(Relaxed).wrapping_add(2) | 1, Relaxed);
         }
@@ -1306,7 +1254,7 @@ impl MCtx {
     #[inline]
     pub(crate) fn poll_end(&self) {
         if let Some(pid) = self.p.get() {
-            let c = &self.shared.ps[pid].stats.polls;
+            let c = &self.shared.allp[pid].stats.polls;
             c.store(c.load(Relaxed).wrapping_add(1) & !1, Relaxed);
         }
     }
@@ -1323,7 +1271,7 @@ impl MCtx {
     #[inline]
     pub(crate) fn check_detached(&self, who: Option<Who>) {
         let Some(pid) = self.p.get() else { return };
-        if self.shared.ps[pid].status.load(Acquire) == p::P_DETACHED {
+        if self.shared.allp[pid].status.load(Acquire) == p::P_DETACHED {
             self.drop_detached(pid, who);
         }
     }
@@ -1337,7 +1285,7 @@ impl MCtx {
     #[cold]
     fn drop_detached(&self, pid: usize, who: Option<Who>) -> bool {
         let sh = &*self.shared;
-        let p = &sh.ps[pid];
+        let p = &sh.allp[pid];
         let status = {
             let _final = sh.idle.lock();
             p.status.load(Acquire)
@@ -1364,7 +1312,7 @@ impl MCtx {
 /// The M whose P sysmon detached reports its G once the poll returned: one line on stderr per
 /// spawn location.
 pub(crate) fn report_blocked(sh: &Shared, pid: usize, who: Option<Who>) {
-    let since = sh.ps[pid].blocked_since.load(Relaxed);
+    let since = sh.allp[pid].blocked_since.load(Relaxed);
     let ms = sh.nanotime().saturating_sub(since) / 1_000_000;
     let (whom, at) = match who {
         Some(w) => (format!("G {} spawned at {}", w.goid, w.location), w.location),
@@ -1397,7 +1345,7 @@ impl Drop for MCtx {
     /// every P's free lists and queue.
     fn drop(&mut self) {
         if let Some(core) = self.core.get_mut().take() {
-            self.shared.ps[core.id()].put_core(core);
+            self.shared.allp[core.id()].put_core(core);
         }
     }
 }

@@ -76,23 +76,23 @@ impl Metrics {
     pub(crate) fn collect(sh: &Shared) -> Metrics {
         let mut m = Metrics {
             goroutines: sh.num_goroutine(),
-            procs: sh.procs,
-            threads: sh.nthreads.load(Relaxed) + sh.nmains.load(Relaxed),
+            procs: sh.allp.procs(),
+            threads: sh.threads.alive() + sh.mains.count(),
             idle_procs: sh.idle.npidle(),
             spinning_threads: sh.idle.nmspinning(),
             idle_threads: sh.idle.nmidle(),
             global_runq: sh.global.len(),
-            handoffs: sh.handoffs.load(Relaxed),
-            thread_wakeups: sh.thread_wakeups.load(Relaxed),
-            spinning_wakeups: sh.spinning_wakeups.load(Relaxed),
-            spawned: sh.spawned_off_p.load(Relaxed),
+            handoffs: sh.stats.handoffs.load(Relaxed),
+            thread_wakeups: sh.stats.thread_wakeups.load(Relaxed),
+            spinning_wakeups: sh.stats.spinning_wakeups.load(Relaxed),
+            spawned: sh.stats.spawned_off_p.load(Relaxed),
             io_waiters: sh.netpoll.waiters(),
-            blocked_polls: sh.blocked_polls.load(Relaxed),
-            stuck_poll_moves: sh.stuck_poll_moves.load(Relaxed),
-            preemptions: sh.preemptions.load(Relaxed),
+            blocked_polls: sh.stats.blocked_polls.load(Relaxed),
+            stuck_poll_moves: sh.stats.stuck_poll_moves.load(Relaxed),
+            preemptions: sh.stats.preemptions.load(Relaxed),
             ..Metrics::default()
         };
-        for p in sh.used_ps() {
+        for p in sh.allp.used() {
             let s = &p.stats;
             m.local_runq += p.runq.len();
             m.timers += p.timers.len();
@@ -114,14 +114,15 @@ pub(crate) fn schedtrace_line(sh: &Shared) -> String {
     let m = Metrics::collect(sh);
     // One length per P in use (a spare slot, or a P given up by a stuck M, is not one).
     let locals: Vec<String> = sh
-        .used_ps()
+        .allp
+        .used()
         .iter()
         .filter(|p| !matches!(p.status.load(Relaxed), crate::p::P_SPARE | crate::p::P_DETACHED))
         .map(|p| p.runq.len().to_string())
         .collect();
     format!(
         "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
-        sh.start.elapsed().as_millis(),
+        sh.start().elapsed().as_millis(),
         m.procs,
         m.idle_procs,
         m.threads,

@@ -148,10 +148,8 @@ pub(crate) struct Netpoll {
     poller: std::sync::Mutex<(mio::Poll, mio::Events)>,
     #[cfg(not(loom))]
     registry: mio::Registry,
-    #[cfg(not(loom))]
-    waker: mio::Waker,
-    #[cfg(loom)]
-    parker: crate::park::Parker,
+    /// What interrupts a blocked poll; shared with the main futures' wakers.
+    breaker: Arc<Breaker>,
     #[cfg(loom)]
     polling: AtomicBool,
     /// Go's `sched.lastpoll`: 0 while an M is blocked in the poller, else when it was last
@@ -159,12 +157,38 @@ pub(crate) struct Netpoll {
     lastpoll: AtomicU64,
     /// Go's `sched.pollUntil`: the deadline the blocked M sleeps until (0: no deadline).
     poll_until: AtomicU64,
-    /// Go's `netpollWakeSig`: a wake-up is already pending.
-    wake_sig: AtomicBool,
     /// Gs waiting for readiness (Go's `netpollWaiters`).
     waiters: AtomicUsize,
     /// The registrations, live and released.
     sources: Mutex<Sources>,
+}
+
+/// What interrupts a blocked poll (Go's `netpollBreak`), in an allocation of its own: the
+/// wakers of `block_on`'s main futures hold it weakly (see `mains`), since a waker may outlive
+/// the runtime.
+pub(crate) struct Breaker {
+    /// Go's `netpollWakeSig`: a wake-up is already pending.
+    wake_sig: AtomicBool,
+    #[cfg(not(loom))]
+    waker: mio::Waker,
+    #[cfg(loom)]
+    parker: crate::park::Parker,
+}
+
+impl Breaker {
+    /// Interrupts a blocked poll, or makes the next one return at once; several calls before
+    /// the poll wakes cost one wake-up.
+    pub(crate) fn wake(&self) {
+        if self.wake_sig.swap(true, AcqRel) {
+            return;
+        }
+        #[cfg(not(loom))]
+        if let Err(e) = self.waker.wake() {
+            crate::config::warn_once(&format!("goro: cannot wake the netpoller: {e}"));
+        }
+        #[cfg(loom)]
+        self.parker.unpark();
+    }
 }
 
 /// Every registration of a [`Netpoll`]: the live ones, so [`Netpoll::shutdown`] can reach them,
@@ -197,15 +221,17 @@ impl Netpoll {
             registry: poll.registry().try_clone()?,
             #[cfg(not(loom))]
             poller: std::sync::Mutex::new((poll, mio::Events::with_capacity(256))),
-            #[cfg(not(loom))]
-            waker,
-            #[cfg(loom)]
-            parker: crate::park::Parker::new(),
+            breaker: Arc::new(Breaker {
+                wake_sig: AtomicBool::new(false),
+                #[cfg(not(loom))]
+                waker,
+                #[cfg(loom)]
+                parker: crate::park::Parker::new(),
+            }),
             #[cfg(loom)]
             polling: AtomicBool::new(false),
             lastpoll: AtomicU64::new(1),
             poll_until: AtomicU64::new(0),
-            wake_sig: AtomicBool::new(false),
             waiters: AtomicUsize::new(0),
             sources: Mutex::new(Sources::default()),
         })
@@ -298,15 +324,13 @@ impl Netpoll {
     /// Interrupts a blocked poll, or makes the next one return at once (Go's `netpollBreak`);
     /// several calls before the poll wakes cost one wake-up.
     pub(crate) fn wake(&self) {
-        if self.wake_sig.swap(true, AcqRel) {
-            return;
-        }
-        #[cfg(not(loom))]
-        if let Err(e) = self.waker.wake() {
-            crate::config::warn_once(&format!("goro: cannot wake the netpoller: {e}"));
-        }
-        #[cfg(loom)]
-        self.parker.unpark();
+        self.breaker.wake();
+    }
+
+    /// A weak handle on what [`wake`](Self::wake) does, for a waker that may outlive the
+    /// runtime.
+    pub(crate) fn breaker(&self) -> std::sync::Weak<Breaker> {
+        Arc::downgrade(&self.breaker)
     }
 
     /// Polls for readiness, waiting up to `timeout` (`None`: until [`wake`](Self::wake)d or an
@@ -331,7 +355,7 @@ impl Netpoll {
             let mut woken = 0;
             for ev in events.iter() {
                 if ev.token() == WAKE_TOKEN {
-                    self.wake_sig.store(false, Release);
+                    self.breaker.wake_sig.store(false, Release);
                     continue;
                 }
                 let mut bits = 0;
@@ -369,9 +393,9 @@ impl Netpoll {
                 return false;
             }
             if timeout != Some(Duration::ZERO) {
-                self.parker.park();
+                self.breaker.parker.park();
             }
-            self.wake_sig.store(false, Release);
+            self.breaker.wake_sig.store(false, Release);
             self.polling.store(false, Release);
             true
         }

@@ -18,7 +18,7 @@
 use crate::g::allgs::{DeadGs, GOID_BATCH};
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
-use crate::loom::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use crate::loom::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use crate::runq::{self, Local, Steal};
 use crate::timer::TimerHeap;
 use crossbeam_utils::CachePadded;
@@ -211,6 +211,93 @@ impl PCore {
         self.rng = self.rng.wrapping_add(0xA076_1D64_78BD_642F);
         let t = u128::from(self.rng) * u128::from(self.rng ^ 0xE703_7ED1_A0B4_28DB);
         ((t >> 64) as u64 ^ t as u64) as u32
+    }
+}
+
+/// Every P slot of a runtime (Go's `allp`): the `max_procs` Ps in use, plus spare slots that
+/// replace a P sysmon detached (see `idle`'s spare list). A slot's index is its P's id.
+pub(crate) struct Allp {
+    ps: Box<[P]>,
+    procs: usize,
+    /// Slots ever used: `procs`, plus the spares that have replaced a detached P. Slots past it
+    /// have never held a G or a timer.
+    slots_used: AtomicUsize,
+    /// The order thieves visit the slots in.
+    order: RandomOrder,
+    /// The slot [`Allp::timer_home`] returned last (a hint).
+    timer_home: AtomicUsize,
+}
+
+impl Allp {
+    /// `procs` Ps in use and `spares` spare slots.
+    pub(crate) fn new(procs: usize, spares: usize) -> Allp {
+        let slots = procs + spares;
+        Allp {
+            ps: (0..slots).map(P::new).collect(),
+            procs,
+            slots_used: AtomicUsize::new(procs),
+            order: RandomOrder::new(slots),
+            timer_home: AtomicUsize::new(0),
+        }
+    }
+
+    /// Go's `gomaxprocs`: the Ps in use at any time.
+    #[inline]
+    pub(crate) fn procs(&self) -> usize {
+        self.procs
+    }
+
+    /// Every slot, used or not.
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, P> {
+        self.ps.iter()
+    }
+
+    /// The slots ever used (the others are untouched spares).
+    #[inline]
+    pub(crate) fn used(&self) -> &[P] {
+        &self.ps[..self.slots_used()]
+    }
+
+    /// How many slots were ever used.
+    #[inline]
+    pub(crate) fn slots_used(&self) -> usize {
+        self.slots_used.load(Acquire)
+    }
+
+    /// Spare slot `spare` goes into use (sysmon, replacing a detached P).
+    pub(crate) fn use_spare(&self, spare: usize) {
+        self.slots_used.fetch_max(spare + 1, AcqRel);
+    }
+
+    /// The slots in a random order starting from `r` (see [`RandomOrder`]).
+    pub(crate) fn random_order(&self, r: u32) -> impl Iterator<Item = usize> + '_ {
+        self.order.start(r)
+    }
+
+    /// A slot in use, for timers that have no P of their own to go to: those armed off any
+    /// P, and those moved off a slot that went out of use (see `timer`'s "Timers move with
+    /// their P").
+    pub(crate) fn timer_home(&self) -> usize {
+        let hint = self.timer_home.load(Relaxed);
+        if in_use(self.ps[hint].status.load(Relaxed)) {
+            return hint;
+        }
+        // At least `procs` slots are in use at any time: `sysmon::detach` puts the spare into
+        // use before it takes the stuck P out, so a reader that sees a P out of use (Acquire)
+        // sees its replacement in use. (Every slot is scanned, not `used`: `slots_used` is read
+        // before the statuses and may lag behind the replacement.)
+        let p = self.ps.iter().position(|p| in_use(p.status.load(Acquire))).expect("goro: no P slot in use");
+        self.timer_home.store(p, Relaxed);
+        p
+    }
+}
+
+impl std::ops::Index<usize> for Allp {
+    type Output = P;
+
+    #[inline]
+    fn index(&self, p: usize) -> &P {
+        &self.ps[p]
     }
 }
 

@@ -4,7 +4,8 @@
 use crate::config::{self, Config, ThreadHook};
 use crate::g::{self, JoinHandle};
 use crate::idle::M;
-use crate::m::{Found, MCtx, MainState};
+use crate::m::{Found, MCtx};
+use crate::mains::MainState;
 use crate::metrics::Metrics;
 pub use crate::panics::UnhandledPanic;
 use crate::sched::Shared;
@@ -295,7 +296,7 @@ impl Builder {
             bubble: self.bubble.map(|spec| StdArc::new(crate::bubble::Bubble::new(spec))),
         };
         crate::panics::install_hook();
-        let shared = StdArc::new(Shared::new(config)?);
+        let shared = StdArc::new(Shared::new(config, crate::m::mstart)?);
         crate::checkdead::register(&shared);
         Ok(Runtime { shared })
     }
@@ -318,7 +319,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("max_procs", &self.shared.procs).finish_non_exhaustive()
+        f.debug_struct("Runtime").field("max_procs", &self.shared.allp.procs()).finish_non_exhaustive()
     }
 }
 
@@ -344,13 +345,12 @@ impl Runtime {
         }
         let _hooks = StopHook(shared);
         let m = StdArc::new(M::new());
-        let main = StdArc::new(MainState::new(m.clone(), shared, Location::caller()));
-        shared.mains.lock().push(main.clone());
+        let main = StdArc::new(MainState::new(m.clone(), shared.netpoll.breaker(), Location::caller()));
+        shared.mains.enter(main.clone());
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
         let _enter = crate::m::enter(&ctx);
         let _own = crate::threads::OwnThread::enter();
         crate::sysmon::ensure_started(shared);
-        shared.nmains.fetch_add(1, Relaxed);
         if let Some(p) = shared.pidleget() {
             ctx.acquirep(p);
         }
@@ -369,7 +369,7 @@ impl Runtime {
             }
             if main.take_notified() {
                 ctx.poll_start(0);
-                shared.main_polls.fetch_add(1, Relaxed);
+                shared.mains.count_poll();
                 main.wait_reason.store(0, Relaxed);
                 main.polling.store(true, Relaxed);
                 let polled = future.as_mut().poll(&mut cx);
@@ -419,7 +419,7 @@ impl Runtime {
         F::Output: Send + 'static,
     {
         crate::sysmon::ensure_started(&self.shared);
-        self.shared.spawn(future, Location::caller())
+        crate::m::newproc(&self.shared, future, Location::caller())
     }
 
     /// The scheduler state (loom models and unit tests look inside it).
@@ -455,7 +455,7 @@ impl Runtime {
     /// Marks G `id` as the program's main G (for the dump). Not part of the stable API.
     #[doc(hidden)]
     pub fn mark_main(&self, id: u64) {
-        self.shared.main_goid.store(id, Relaxed);
+        self.shared.mains.set_goid(id);
     }
 
     /// Ready with the reason once the run ended early (a deadlock, see
@@ -464,7 +464,7 @@ impl Runtime {
     /// main G. Not part of the stable API.
     #[doc(hidden)]
     pub fn poll_ending(&self, cx: &mut Context<'_>) -> Poll<crate::fatal::Ending> {
-        self.shared.main_waiting.store(true, Release);
+        self.shared.mains.set_waiting();
         match self.shared.fatal.poll(cx.waker()) {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,
@@ -505,12 +505,12 @@ impl Runtime {
         let on_own_m = crate::m::current(|c| c.is_some_and(|c| std::ptr::eq(&*c.shared, sh) && !c.is_main()));
         if on_own_m {
             // Joining our own thread would deadlock. Ms still stop; Gs are left to their refs.
-            sh.shutdown.store(true, SeqCst);
+            sh.begin_shutdown();
             config::warn_once("goro: a Runtime was dropped on one of its own threads; its Gs are not dropped");
             sh.netpoll.shutdown(); // sockets of this runtime now fail instead of waiting forever
             return;
         }
-        sh.shutdown.store(true, SeqCst);
+        sh.begin_shutdown();
         // Pairs with the fence in `runqput` after a push to the global queue: a waker that
         // pushes after our final drain sees the flag and drains itself.
         crate::loom::fence(SeqCst);
@@ -521,14 +521,9 @@ impl Runtime {
             }
         }
         sh.netpoll.wake();
-        loop {
-            let threads = std::mem::take(&mut *sh.threads.lock());
-            if threads.is_empty() {
-                break;
-            }
-            for t in threads {
-                let _ = t.join();
-            }
+        // No M starts from now on; those started stop at their next look at the flag.
+        for t in sh.threads.close() {
+            let _ = t.join();
         }
         crate::sysmon::stop(sh);
         // Nothing polls the netpoller any more: an operation on one of its sockets (kept out
@@ -542,7 +537,7 @@ impl Runtime {
         sh.flush_all_dead();
         // SAFETY: no M runs, and each G handed to us comes with the list's reference.
         sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
-        for p in sh.ps.iter() {
+        for p in sh.allp.iter() {
             // No M runs: every core is back in its P.
             if let Some(mut core) = p.try_take_core() {
                 // SAFETY: each G in a run queue comes with the queue's reference, ours now.
@@ -557,7 +552,7 @@ impl Runtime {
             // SAFETY: as above: the run set holds each G's run-queue reference.
             b.drain(|g| unsafe { g::drop_ref(g) });
         }
-        for p in sh.ps.iter() {
+        for p in sh.allp.iter() {
             // Pending timers hold the runtime (through their actions' Gs and channels).
             p.timers.clear();
         }
@@ -600,8 +595,7 @@ impl Drop for LeaveBlockOn<'_> {
         if let Some(p) = self.0.releasep() {
             self.0.shared.handoffp(p);
         }
-        self.0.shared.mains.lock().retain(|m| !StdArc::ptr_eq(m, self.1));
-        self.0.shared.nmains.fetch_sub(1, Relaxed);
+        self.0.shared.mains.leave(self.1);
     }
 }
 
@@ -714,7 +708,7 @@ macro_rules! go {
 /// assert_eq!(rt.block_on(async { goro::max_procs() }), 3);
 /// ```
 pub fn max_procs() -> usize {
-    crate::m::current(|ctx| ctx.map(|c| c.shared.procs)).unwrap_or_else(config::default_max_procs)
+    crate::m::current(|ctx| ctx.map(|c| c.shared.allp.procs())).unwrap_or_else(config::default_max_procs)
 }
 
 /// The number of live Gs in the current runtime, main included (Go's
@@ -879,6 +873,6 @@ pub fn can_spin() -> bool {
         let Some(c) = ctx else { return true };
         let Some(p) = c.p() else { return true };
         let sh = &*c.shared;
-        sh.procs > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.ps[p].runq.is_empty() && !c.main_pending()
+        sh.allp.procs() > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.allp[p].runq.is_empty() && !c.main_pending()
     })
 }

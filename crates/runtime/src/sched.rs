@@ -1,6 +1,8 @@
 //! The scheduler's shared state (Go's `schedt` plus `allp`): the Ps, the global run queue, the
-//! idle P and M lists, and the operations that move work and Ms around: `newproc` (spawn),
-//! `goready` ([`Shared::ready`]), `runqput`, `wakep`, `start_idle`, `startm`, `handoffp`.
+//! idle P and M lists, and the operations that move work and Ms around without being an M:
+//! `newproc` off any P ([`Shared::spawn_off_p`]), `globrunqput`, `wakep`, `start_idle`,
+//! `startm`, `newm`, `handoffp`. What needs the current M (`ready`, `newproc` on an M) is
+//! above this module, in `schedule` and `m`; a new M's entry point is passed in ([`MStart`]).
 //!
 //! # No lost wake-ups
 //!
@@ -25,6 +27,7 @@
 //!
 //! The loom models in `loom_tests::sched` run these paths against each other.
 
+use crate::config::Config;
 use crate::fatal::{Ending, Fatal};
 use crate::g::allgs::AllGs;
 use crate::g::gfree::GlobalFree;
@@ -32,14 +35,14 @@ use crate::g::raw::{self, Header};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::globrunq::GlobalQueue;
 pub(crate) use crate::idle::Spinning;
-use crate::idle::{Idle, Locked};
-use crate::loom::{fence, thread, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering::*};
-
-use crate::config::Config;
+use crate::idle::{Idle, Locked, SyscallsWithoutP};
+use crate::loom::{fence, thread, AtomicBool, AtomicU32, AtomicU64, Mutex, Ordering, Ordering::*};
+use crate::mains::Mains;
 use crate::netpoll::Netpoll;
-use crate::p::{self, RandomOrder, P, P_IDLE};
+use crate::p::{self, Allp, P_IDLE};
 use crate::park::Parker;
-use crate::timer::{Heaps, Nanos, TimerHeap};
+use crate::threads::{Refused, Spec, Threads};
+use crate::timer::Nanos;
 use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::panic::Location;
@@ -52,13 +55,13 @@ fn spare_slots(procs: usize) -> usize {
     (4 * procs).clamp(8, 256)
 }
 
-/// Where [`MCtx::runqput`](crate::m::MCtx::runqput) puts a G in the current P's queue (Go's `next` argument), and
+/// Where `MCtx::runqput` (in `m`) puts a G in the current P's queue (Go's `next` argument), and
 /// whether an idle P is woken for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Put {
     /// A woken G: the `runnext` slot, pushing any G already there to the back of the ring; it
     /// runs next, warm in cache, inheriting the time slice. A P is woken only if a G was
-    /// pushed to the ring (see [`Shared::ready`]).
+    /// pushed to the ring (see `ready` in `schedule`).
     Next,
     /// A new G (Go's `newproc`): the `runnext` slot as for [`Put::Next`], and a P is woken in
     /// any case, to take this G or the spawner's continuation.
@@ -78,34 +81,10 @@ pub(crate) struct SysmonShared {
     pub(crate) thread: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
-pub(crate) struct Shared {
-    /// `procs` Ps in use at any time, plus spare slots (see `idle`'s spare list).
-    pub(crate) ps: Box<[P]>,
-    pub(crate) procs: usize,
-    /// P slots ever used: `procs`, plus the spares that have replaced a detached P.
-    pub(crate) slots_used: AtomicUsize,
-    pub(crate) order: RandomOrder,
-    pub(crate) global: GlobalQueue<Header>,
-    pub(crate) allgs: AllGs,
-    pub(crate) gfree: GlobalFree,
-    /// The idle Ps and Ms, the spinning count, the syscall waiters, the spare slots, and the
-    /// scheduler lock over them (see `idle`).
-    pub(crate) idle: Idle,
-    pub(crate) shutdown: AtomicBool,
-    pub(crate) goidgen: AtomicU64,
-    /// Read-only, and read on hot paths (a bubble's `nanotime`; `findrunnable` reads its M's
-    /// copy of the bubble): on a line of its own, or the counters the Ms write beside it would
-    /// make each of those reads a miss (W1 and W3 ran 16% slower when they shared one).
-    pub(crate) config: CachePadded<Config>,
-    /// Threads this runtime started (Ms), joined at shutdown.
-    pub(crate) threads: Mutex<Vec<thread::JoinHandle<()>>>,
-    /// Ms started so far (ids), and Ms alive now.
-    pub(crate) mcount: AtomicUsize,
-    pub(crate) nthreads: AtomicUsize,
-    /// Threads inside `block_on` right now (each is an M, and its future a main G).
-    pub(crate) nmains: AtomicUsize,
-    /// Their main futures, for the dump.
-    pub(crate) mains: Mutex<Vec<StdArc<crate::m::MainState>>>,
+/// The scheduler's counters that no P owns (`metrics` reads them; the Ps' own are `PStats`).
+#[derive(Default)]
+pub(crate) struct SchedStats {
+    /// Ps handed to another M with work on them (`handoffp`, sysmon's retakes and detaches).
     pub(crate) handoffs: AtomicU64,
     /// Ms that `startm` woke from the idle list or started as new threads, each handed a P, and
     /// how many of them were spinning ones (see `Metrics::thread_wakeups`).
@@ -113,64 +92,77 @@ pub(crate) struct Shared {
     pub(crate) spinning_wakeups: AtomicU64,
     /// Gs spawned by threads holding no P of this runtime (the Ps count the others).
     pub(crate) spawned_off_p: AtomicU64,
-    pub(crate) start: Instant,
-    /// The netpoller, also the sleep of the last idle M while timers are pending.
-    pub(crate) netpoll: Netpoll,
-    pub(crate) sysmon: SysmonShared,
-    /// Ms inside `goro::syscall` that no P shows (see `idle::SyscallsWithoutP`).
-    pub(crate) syscalls_without_p: crate::idle::SyscallsWithoutP,
     /// Polls that blocked their thread long enough for sysmon to hand their P off.
     pub(crate) blocked_polls: AtomicU64,
     /// Preemption requests sysmon made.
     pub(crate) preemptions: AtomicU64,
     /// Times sysmon moved work off a stuck poll's P (`sysmon::move_work_off_stuck_polls`).
     pub(crate) stuck_poll_moves: AtomicU64,
-    /// The P slot [`Shared::timer_home`] returned last (a hint).
-    timer_home: AtomicUsize,
-    /// The goid of the main G of `#[goro::main]`/`#[goro::test]` (`entry`), for the dump; 0
-    /// while there is none.
-    pub(crate) main_goid: AtomicU64,
-    /// Polls of the main futures of `block_on` (for `checkdead`'s activity count).
-    pub(crate) main_polls: AtomicU64,
+}
+
+/// The entry point of a new M (`m::mstart`), which `newm` starts a thread on. The runtime
+/// passes it in: the M's loop is built on this module, not the other way round.
+pub(crate) type MStart = fn(StdArc<Shared>, usize, Spinning);
+
+/// One runtime's shared state. Each part owns its fields and the protocol over them; the
+/// scheduler's own are private here.
+pub(crate) struct Shared {
+    /// The P slots (Go's `allp`).
+    pub(crate) allp: Allp,
+    /// Go's `sched.runq`.
+    pub(crate) global: GlobalQueue<Header>,
+    pub(crate) allgs: AllGs,
+    /// Go's `sched.gFree`: G memory between Ps.
+    pub(crate) gfree: GlobalFree,
+    /// The idle Ps and Ms, the spinning count, the syscall waiters, the spare slots, and the
+    /// scheduler lock over them (see `idle`).
+    pub(crate) idle: Idle,
+    /// The netpoller, also the sleep of the last idle M while timers are pending.
+    pub(crate) netpoll: Netpoll,
+    pub(crate) sysmon: SysmonShared,
+    /// The Ms this runtime started.
+    pub(crate) threads: Threads,
+    /// The main futures of the threads inside `block_on`.
+    pub(crate) mains: Mains,
+    pub(crate) stats: SchedStats,
     /// Set once the run ended early (a deadlock, an unhandled panic), with the reason: see
     /// `fatal`.
     pub(crate) fatal: Fatal,
-    /// Set while a thread waits for the runtime's main G (`Runtime::poll_ending`).
-    pub(crate) main_waiting: AtomicBool,
+    /// Read-only, and read on hot paths (a bubble's `nanotime`; `findrunnable` reads its M's
+    /// copy of the bubble): on a line of its own, or the counters the Ms write beside it would
+    /// make each of those reads a miss (W1 and W3 ran 16% slower when they shared one).
+    pub(crate) config: CachePadded<Config>,
+    /// Ms inside `goro::syscall` that no P shows (see `idle::SyscallsWithoutP`).
+    syscalls_without_p: SyscallsWithoutP,
+    /// Set when the runtime stops: every M leaves its loop (see [`Shared::begin_shutdown`]).
+    shutdown: AtomicBool,
+    /// Go's `sched.goidgen`: goids are handed out from it in batches (`PCore::next_goid`).
+    goidgen: AtomicU64,
+    clock: Clock,
+    mstart: MStart,
+}
+
+/// The runtime's clocks.
+struct Clock {
+    start: Instant,
     /// Milliseconds since the runtime started, moved by sysmon every round (and see
-    /// [`Shared::tick_coarse_ms`]): the clock of
-    /// `Header::parked_at`, cheap enough to read at every park (Go stamps `waitsince` lazily
-    /// for the same reason).
+    /// [`Shared::tick_coarse_ms`]): the clock of `Header::parked_at`, cheap enough to read at
+    /// every park (Go stamps `waitsince` lazily for the same reason).
     coarse_ms: CachePadded<AtomicU32>,
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config) -> std::io::Result<Shared> {
+    /// A runtime's state for `config`, whose new Ms start at `mstart`.
+    pub(crate) fn new(config: Config, mstart: MStart) -> std::io::Result<Shared> {
         let procs = config.max_procs;
-        let slots = procs + spare_slots(procs);
+        let spares = spare_slots(procs);
         Ok(Shared {
-            ps: (0..slots).map(P::new).collect(),
-            procs,
-            slots_used: AtomicUsize::new(procs),
-            order: RandomOrder::new(slots),
+            allp: Allp::new(procs, spares),
             global: GlobalQueue::new(),
             allgs: AllGs::new(procs),
             gfree: GlobalFree::default(),
             // P0 is handed out first.
-            idle: Idle::new(procs, slots),
-            shutdown: AtomicBool::new(false),
-            goidgen: AtomicU64::new(1),
-            config: CachePadded::new(config),
-            threads: Mutex::new(Vec::new()),
-            mcount: AtomicUsize::new(0),
-            nthreads: AtomicUsize::new(0),
-            nmains: AtomicUsize::new(0),
-            mains: Mutex::new(Vec::new()),
-            handoffs: AtomicU64::new(0),
-            thread_wakeups: AtomicU64::new(0),
-            spinning_wakeups: AtomicU64::new(0),
-            spawned_off_p: AtomicU64::new(0),
-            start: Instant::now(),
+            idle: Idle::new(procs, procs + spares),
             netpoll: Netpoll::new()?,
             sysmon: SysmonShared {
                 waiting: AtomicBool::new(false),
@@ -179,46 +171,52 @@ impl Shared {
                 started: AtomicBool::new(false),
                 thread: Mutex::new(None),
             },
-            syscalls_without_p: Default::default(),
-            blocked_polls: AtomicU64::new(0),
-            preemptions: AtomicU64::new(0),
-            stuck_poll_moves: AtomicU64::new(0),
-            timer_home: AtomicUsize::new(0),
-            main_goid: AtomicU64::new(0),
-            main_polls: AtomicU64::new(0),
+            threads: Threads::new(),
+            mains: Mains::new(),
+            stats: SchedStats::default(),
             fatal: Fatal::default(),
-            main_waiting: AtomicBool::new(false),
-            coarse_ms: CachePadded::new(AtomicU32::new(0)),
+            config: CachePadded::new(config),
+            syscalls_without_p: Default::default(),
+            shutdown: AtomicBool::new(false),
+            goidgen: AtomicU64::new(1),
+            clock: Clock { start: Instant::now(), coarse_ms: CachePadded::new(AtomicU32::new(0)) },
+            mstart,
         })
     }
 
-    /// The P slots that have ever been in use (the others are untouched spares).
+    /// Whether the runtime is stopping (`Relaxed` where a late look only costs a later stop;
+    /// the protocols that must not miss it read it `Acquire` or `SeqCst`).
     #[inline]
-    pub(crate) fn used_ps(&self) -> &[P] {
-        &self.ps[..self.slots_used.load(Acquire)]
+    pub(crate) fn shutting_down(&self, order: Ordering) -> bool {
+        self.shutdown.load(order)
     }
 
-    /// A P slot in use, for timers that have no P of their own to go to: those armed off any
-    /// P, and those moved off a slot that went out of use (see `timer`'s "Timers move with
-    /// their P").
-    pub(crate) fn timer_home(&self) -> usize {
-        let hint = self.timer_home.load(Relaxed);
-        if p::in_use(self.ps[hint].status.load(Relaxed)) {
-            return hint;
-        }
-        // At least `procs` slots are in use at any time: `sysmon::detach` puts the spare into
-        // use before it takes the stuck P out, so a reader that sees a P out of use (Acquire)
-        // sees its replacement in use. (Every slot is scanned, not `used_ps`: `slots_used` is
-        // read before the statuses and may lag behind the replacement.)
-        let p = self.ps.iter().position(|p| p::in_use(p.status.load(Acquire))).expect("goro: no P slot in use");
-        self.timer_home.store(p, Relaxed);
-        p
+    /// The runtime stops: every M leaves its loop at its next look.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, SeqCst);
+    }
+
+    /// The counter goids come from (`PCore::next_goid` takes batches).
+    #[inline]
+    pub(crate) fn goidgen(&self) -> &AtomicU64 {
+        &self.goidgen
+    }
+
+    /// Ms inside `goro::syscall` that no P shows.
+    #[inline]
+    pub(crate) fn syscalls_without_p(&self) -> &SyscallsWithoutP {
+        &self.syscalls_without_p
+    }
+
+    /// When the runtime started.
+    pub(crate) fn start(&self) -> Instant {
+        self.clock.start
     }
 
     /// Milliseconds since the runtime started, as of sysmon's last round (see `coarse_ms`).
     #[inline]
     pub(crate) fn coarse_ms(&self) -> u32 {
-        self.coarse_ms.load(Relaxed)
+        self.clock.coarse_ms.load(Relaxed)
     }
 
     /// Moves the coarse clock to now and returns it: sysmon, every round; whoever wakes sysmon
@@ -226,8 +224,8 @@ impl Shared {
     /// stamped with the time sysmon fell asleep); and the readers of wait times (the dump of a
     /// hung, idle program is read while sysmon sleeps). Never backwards: those may race.
     pub(crate) fn tick_coarse_ms(&self) -> u32 {
-        let ms = u32::try_from(self.start.elapsed().as_millis()).unwrap_or(u32::MAX);
-        self.coarse_ms.fetch_max(ms, Relaxed).max(ms)
+        let ms = u32::try_from(self.clock.start.elapsed().as_millis()).unwrap_or(u32::MAX);
+        self.clock.coarse_ms.fetch_max(ms, Relaxed).max(ms)
     }
 
     /// Nanoseconds since the runtime started, at least 1 (Go's `nanotime`; 0 means "no timer").
@@ -242,9 +240,9 @@ impl Shared {
     /// `t` on the runtime's clock (instants before the start map to 1).
     pub(crate) fn nanos_at(&self, t: Instant) -> Nanos {
         if let Some(b) = &self.config.bubble {
-            return b.nanos_at(self.start, t);
+            return b.nanos_at(self.clock.start, t);
         }
-        let d = t.saturating_duration_since(self.start);
+        let d = t.saturating_duration_since(self.clock.start);
         u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2).max(1)
     }
 
@@ -255,23 +253,6 @@ impl Shared {
         if !self.netpoll.wake_sleeper_before(when) {
             self.wakep();
         }
-    }
-
-    /// `newproc` from any thread: on an M of this runtime, [`MCtx::spawn`](crate::m::MCtx::spawn)
-    /// (the G goes to that M's P); anywhere else, [`spawn_off_p`](Self::spawn_off_p).
-    pub(crate) fn spawn<F>(
-        self: &StdArc<Self>,
-        future: F,
-        location: &'static Location<'static>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        crate::m::current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, &**self)) {
-            Some(ctx) => ctx.spawn(future, location),
-            None => self.spawn_off_p(future, raw::NO_PARENT, location),
-        })
     }
 
     /// `newproc` by a thread holding no P of this runtime: a fresh allocation, a goid from the
@@ -286,7 +267,7 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawned_off_p.fetch_add(1, Relaxed);
+        self.stats.spawned_off_p.fetch_add(1, Relaxed);
         let goid = self.goidgen.fetch_add(1, Relaxed);
         let (g, _) = raw::allocate(future, self, &self.gfree, goid, parent, location, None);
         if self.admit(g) {
@@ -310,33 +291,6 @@ impl Shared {
             g::drop_ref(g);
         }
         false
-    }
-
-    /// `goready`: a waker found `g` waiting and made it runnable; the queue reference is ours.
-    ///
-    /// Woken on an M of this runtime, it goes to that P's `runnext`
-    /// ([`MCtx::runqput`](crate::m::MCtx::runqput)), so a channel send wakes its receiver straight
-    /// into the next slot and a ping-pong pair stays on one P; anywhere else, to the global
-    /// queue ([`globrunqput`](Self::globrunqput)).
-    ///
-    /// Go's `ready` then always calls `wakep`, so that a woken G never waits for its waker to
-    /// finish computing while a P idles: the spinning M steals `runnext` from a P that is
-    /// still running after ~3 µs. goro keeps that guarantee, but wakes the P later, and only
-    /// when it is needed: at once if the G displaced another into the stealable ring, else
-    /// when sysmon finds the waker's poll still running a round later with the G still in
-    /// `runnext` (`sysmon::wake_for_runnext`). Nearly every waker parks or yields right after
-    /// its wake (a channel ping-pong, a producer filling a buffer), and its M then runs the G
-    /// itself; waking a P for each of them cost W4 (ping-pong) +55% and W5 (SPSC) +82% on the
-    /// 2-core machines here, a futex wake of an idle M for most messages. What it costs
-    /// instead: a G woken by a waker that goes on computing waits up to one sysmon round
-    /// (20 µs, backing off to 10 ms while nothing else happens) rather than Go's few µs.
-    /// (goro once woke a P only on displacement, as tokio does for its LIFO slot, and such a
-    /// G waited for the whole computation.)
-    pub(crate) fn ready(&self, g: GPtr) {
-        crate::m::current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, self)) {
-            Some(ctx) => ctx.runqput(g, Put::Next),
-            None => self.globrunqput(g),
-        })
     }
 
     /// Go's `globrunqput` by a thread holding no P of ours (a tokio worker, a plain thread,
@@ -363,7 +317,7 @@ impl Shared {
             // A bubble's M sleeps for a wake from outside: this is one (see `bubble`).
             self.netpoll.wake();
         }
-        if self.shutdown.load(SeqCst) {
+        if self.shutting_down(SeqCst) {
             // Shutdown may have drained the global queue already: drain it again, or this G's
             // queue reference would keep it (and the runtime) alive forever. Shutdown stores the
             // flag, fences, then drains; we push, fence, then load the flag: one of the two
@@ -457,43 +411,29 @@ impl Shared {
     }
 
     fn count_wakeup(&self, spinning: Spinning) {
-        self.thread_wakeups.fetch_add(1, Relaxed);
+        self.stats.thread_wakeups.fetch_add(1, Relaxed);
         if spinning == Spinning::Yes {
-            self.spinning_wakeups.fetch_add(1, Relaxed);
+            self.stats.spinning_wakeups.fetch_add(1, Relaxed);
         }
     }
 
     /// `newm`: a new thread that starts as an M holding `p`.
     fn newm(&self, p: usize, spinning: Spinning) {
         let shared = self.arc();
-        let mut threads = self.threads.lock();
-        let refused = if self.shutdown.load(SeqCst) {
-            None
-        } else if self.nthreads.load(Relaxed) >= self.config.max_threads {
-            Some(format!("goro: runtime exceeded {} threads (Builder::max_threads)", self.config.max_threads))
-        } else {
-            let id = self.mcount.fetch_add(1, Relaxed) + 1;
-            let mut b = thread::Builder::new().name(format!("{}-{id}", self.config.thread_name));
-            if let Some(size) = self.config.stack_size {
-                b = b.stack_size(size);
-            }
-            self.nthreads.fetch_add(1, Relaxed);
-            match b.spawn(move || crate::m::mstart(shared, p, spinning)) {
-                Ok(h) => {
-                    threads.push(h);
-                    self.count_wakeup(spinning);
-                    return;
-                }
-                Err(e) => {
-                    self.nthreads.fetch_sub(1, Relaxed);
-                    Some(format!("goro: failed to start an M thread: {e}"))
-                }
-            }
+        let mstart = self.mstart;
+        let spec = Spec {
+            name: &self.config.thread_name,
+            stack_size: self.config.stack_size,
+            max_threads: self.config.max_threads,
         };
-        drop(threads);
-        if let Some(msg) = refused {
+        match self.threads.start(spec, move || mstart(shared, p, spinning)) {
+            Ok(()) => {
+                self.count_wakeup(spinning);
+                return;
+            }
+            Err(Refused::Closed) => {}
             // Go throws here ("thread exhaustion"); a library should not abort the process.
-            crate::config::warn_once(&msg);
+            Err(Refused::Failed(msg)) => crate::config::warn_once(&msg),
         }
         if spinning == Spinning::Yes {
             self.idle.spinning_stop();
@@ -528,7 +468,7 @@ impl Shared {
     /// Takes an idle P (Go's `pidleget`), under the scheduler lock.
     pub(crate) fn pidleget_locked(&self, idle: &mut Locked<'_>) -> Option<usize> {
         let p = idle.pidleget()?;
-        self.ps[p].status.store(p::P_RUNNING, Relaxed);
+        self.allp[p].status.store(p::P_RUNNING, Relaxed);
         self.wake_sysmon();
         Some(p)
     }
@@ -551,24 +491,24 @@ impl Shared {
 
     /// Puts P `p` on the idle list (Go's `pidleput`), under the scheduler lock.
     pub(crate) fn pidleput_locked(&self, idle: &mut Locked<'_>, p: usize) {
-        if self.ps[p].status.load(Acquire) == p::P_DETACHED {
+        if self.allp[p].status.load(Acquire) == p::P_DETACHED {
             // An M that missed sysmon's detach of its P gives it up (see `MCtx::check_detached`):
             // a spare has taken its place, so it goes out of use, not to an M or the idle list.
             // Exact under the lock, which `sysmon::detach` holds for its CAS. Its ring is empty:
             // the M gives a P up when it found nothing there, and only that M pushes there.
-            debug_assert!(self.ps[p].runq.is_empty(), "goro: Gs left on a detached P");
-            self.ps[p].status.store(p::P_SPARE, Release);
+            debug_assert!(self.allp[p].runq.is_empty(), "goro: Gs left on a detached P");
+            self.allp[p].status.store(p::P_SPARE, Release);
             idle.spare_put(p);
             return;
         }
         if let Some(m) = idle.waiter_get() {
             // An M back from a syscall waits for a P: it gets this one.
-            self.ps[p].status.store(p::P_RUNNING, Relaxed);
+            self.allp[p].status.store(p::P_RUNNING, Relaxed);
             m.hand(p, Spinning::No);
             m.parker.unpark();
             return;
         }
-        self.ps[p].status.store(P_IDLE, Relaxed);
+        self.allp[p].status.store(P_IDLE, Relaxed);
         idle.pidleput(p);
     }
 
@@ -581,8 +521,8 @@ impl Shared {
     /// `handoffp`: P `p` loses its M (the M leaves `block_on`, or will block). If it has work,
     /// start an M for it; if nobody is looking for work, start a spinning one; else idle it.
     pub(crate) fn handoffp(&self, p: usize) {
-        if !self.ps[p].runq.is_empty() || !self.global.is_empty() {
-            self.handoffs.fetch_add(1, Relaxed);
+        if !self.allp[p].runq.is_empty() || !self.global.is_empty() {
+            self.stats.handoffs.fetch_add(1, Relaxed);
             self.startm(Some(p), Spinning::No);
             return;
         }
@@ -602,19 +542,19 @@ impl Shared {
 
     /// Whether any queue of this runtime holds a G (the spinner's last look before sleeping).
     pub(crate) fn any_work(&self) -> bool {
-        !self.global.is_empty() || self.used_ps().iter().any(|p| !p.runq.is_empty())
+        !self.global.is_empty() || self.allp.used().iter().any(|p| !p.runq.is_empty())
     }
 
     /// Live Gs, counting each main G inside `block_on` (Go counts main too).
     pub(crate) fn num_goroutine(&self) -> usize {
-        let dead: u64 = self.ps.iter().map(|p| p.stats.dead_pending.load(Relaxed)).sum();
-        (self.allgs.len() + self.nmains.load(Relaxed)).saturating_sub(dead as usize)
+        let dead: u64 = self.allp.iter().map(|p| p.stats.dead_pending.load(Relaxed)).sum();
+        (self.allgs.len() + self.mains.count()).saturating_sub(dead as usize)
     }
 
     /// Unlinks every P's batch of finished Gs (shutdown, before draining `allgs`; no M runs,
     /// so every core is in its P).
     pub(crate) fn flush_all_dead(&self) {
-        for p in self.ps.iter() {
+        for p in self.allp.iter() {
             if let Some(mut core) = p.try_take_core() {
                 let batch = core.dead.take();
                 p.put_core(core);
@@ -628,43 +568,12 @@ impl Shared {
     /// `Runtime::poll_ending`. Returns whether it was first.
     pub(crate) fn end_run(&self, ending: Ending) -> bool {
         let Some(waiters) = self.fatal.end(ending) else { return false };
-        for m in self.mains.lock().clone() {
+        for m in self.mains.snapshot() {
             m.wake_for_ending();
         }
         self.netpoll.wake();
         // Outside the lock: a waker is the waiting executor's code.
         waiters.into_iter().for_each(std::task::Waker::wake);
         true
-    }
-}
-
-/// The timers' view of the runtime (see `timer`): one heap per P slot.
-impl Heaps for Shared {
-    #[inline]
-    fn heap(&self, p: usize) -> &TimerHeap {
-        &self.ps[p].timers
-    }
-
-    #[inline]
-    fn heaps_used(&self) -> usize {
-        self.slots_used.load(Acquire)
-    }
-
-    #[inline]
-    fn slot_in_use(&self, p: usize) -> bool {
-        p::in_use(self.ps[p].status.load(Relaxed))
-    }
-
-    fn timer_home(&self) -> usize {
-        Shared::timer_home(self)
-    }
-
-    #[inline]
-    fn current_p(&self) -> Option<usize> {
-        crate::m::current(|ctx| ctx.and_then(|c| c.p_of(self)))
-    }
-
-    fn wake_netpoller(&self, when: Nanos) {
-        Shared::wake_netpoller(self, when)
     }
 }

@@ -168,7 +168,7 @@ pub(crate) fn now_in_bubble() -> Option<Instant> {
     crate::m::current(|ctx| {
         let c = ctx?;
         let b = c.shared.config.bubble.as_ref()?;
-        Some(b.now(c.shared.start))
+        Some(b.now(c.shared.start()))
     })
 }
 

@@ -121,7 +121,7 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
             naps: Naps::default(),
             reported_long: false,
         };
-        sh.ps.len()
+        sh.allp.iter().len()
     ];
     let mut next_trace = schedtrace.map(|d| start + d);
     let mut delay = MIN_DELAY;
@@ -210,7 +210,7 @@ fn move_work_off_stuck_polls(sh: &Shared, seen: &[Seen], now: Instant) {
     if sh.idle.npidle() > 0 {
         return;
     }
-    let used = sh.used_ps();
+    let used = sh.allp.used();
     // Running one poll since a time slice ago at least, as sysmon last saw it (`retake` just
     // updated `seen`).
     let stuck = |i: usize| {
@@ -246,7 +246,7 @@ fn move_work_off_stuck_polls(sh: &Shared, seen: &[Seen], now: Instant) {
         if timers_due {
             crate::timer::move_timers(sh, i, to);
         }
-        sh.stuck_poll_moves.fetch_add(1, Relaxed);
+        sh.stats.stuck_poll_moves.fetch_add(1, Relaxed);
     }
 }
 
@@ -263,7 +263,7 @@ fn give_outside_work_a_turn(sh: &Shared, since: Option<Instant>, now: Instant) -
     if now - since < TIME_SLICE {
         return Some(since);
     }
-    for p in sh.used_ps() {
+    for p in sh.allp.used() {
         if p.status.load(Relaxed) == P_RUNNING {
             p.fairness_due.store(true, Relaxed);
         }
@@ -273,7 +273,8 @@ fn give_outside_work_a_turn(sh: &Shared, since: Option<Instant>, now: Instant) -
 
 /// Every P idle and none in a syscall or stuck: nothing for sysmon to watch.
 fn all_idle(sh: &Shared) -> bool {
-    sh.idle.npidle() == sh.procs && sh.used_ps().iter().all(|p| matches!(p.status.load(Acquire), P_IDLE | p::P_SPARE))
+    sh.idle.npidle() == sh.allp.procs()
+        && sh.allp.used().iter().all(|p| matches!(p.status.load(Acquire), P_IDLE | p::P_SPARE))
 }
 
 /// Go's sysmon netpoll: if Gs wait on I/O and nobody has polled for 10 ms (every M busy),
@@ -292,7 +293,7 @@ fn poll_network(sh: &Shared) -> bool {
 /// Go's `retake`; returns whether it handed a P off (from a syscall, or a blocked poll).
 fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
     let mut acted = false;
-    for (i, pp) in sh.used_ps().iter().enumerate() {
+    for (i, pp) in sh.allp.used().iter().enumerate() {
         let s = &mut seen[i];
         match pp.status.load(Acquire) {
             P_SYSCALL => {
@@ -326,7 +327,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
             P_RUNNING => {
                 if s.watch_slice(pp, now) >= TIME_SLICE && !s.preempted {
                     pp.preempt.store(true, Relaxed);
-                    sh.preemptions.fetch_add(1, Relaxed);
+                    sh.stats.preemptions.fetch_add(1, Relaxed);
                     s.preempted = true;
                 }
                 let polls = pp.stats.polls.load(Relaxed);
@@ -470,7 +471,7 @@ fn held_work(sh: &Shared, pp: &crate::p::P, now: Instant) -> bool {
 }
 
 /// Go's `ready` wakes a P for every G it makes runnable; goro's wakes one only when the G is
-/// stealable at once (see `Shared::ready`), and leaves a G alone in `runnext` to its waker's M,
+/// stealable at once (see `ready` in `schedule`), and leaves a G alone in `runnext` to its waker's M,
 /// which runs it as soon as the waker's poll ends. This is the other half: the waker's poll
 /// has gone on for a whole round, so an idle P is woken to steal the G (the spinning M takes a
 /// running victim's `runnext` after a few microseconds), and the G does not wait for the
@@ -485,12 +486,12 @@ fn wake_for_runnext(sh: &Shared, pp: &crate::p::P) {
 /// `_Psyscall` P); `false` if the M took it back first (its CAS and ours cannot both win).
 pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
     // The M stays counted as running (see `SyscallsWithoutP`): before the P stops showing it.
-    sh.syscalls_without_p.enter();
-    if sh.ps[i].status.compare_exchange(P_SYSCALL, P_IDLE, AcqRel, Relaxed).is_err() {
-        sh.syscalls_without_p.leave();
+    sh.syscalls_without_p().enter();
+    if sh.allp[i].status.compare_exchange(P_SYSCALL, P_IDLE, AcqRel, Relaxed).is_err() {
+        sh.syscalls_without_p().leave();
         return false;
     }
-    sh.handoffs.fetch_add(1, Relaxed);
+    sh.stats.handoffs.fetch_add(1, Relaxed);
     sh.handoffp(i);
     true
 }
@@ -498,7 +499,7 @@ pub(crate) fn retake_syscall(sh: &Shared, i: usize) -> bool {
 /// Replaces P `i`, whose M has been stuck in the poll numbered `polls` since `since`, by a
 /// spare slot that gets its queued Gs and an M. Returns whether it did.
 pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
-    let pp = &sh.ps[i];
+    let pp = &sh.allp[i];
     let mut idle = sh.idle.lock();
     let Some(spare) = idle.spare_get() else {
         drop(idle);
@@ -506,9 +507,9 @@ pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
         return false;
     };
     // The spare goes into use before the stuck P goes out of it, so that a slot in use can
-    // always be found (`Shared::timer_home`).
-    sh.slots_used.fetch_max(spare + 1, AcqRel);
-    sh.ps[spare].status.store(P_IDLE, Release);
+    // always be found (`Allp::timer_home`).
+    sh.allp.use_spare(spare);
+    sh.allp[spare].status.store(P_IDLE, Release);
     // Under the scheduler lock the stuck M cannot be giving the P up meanwhile (it does that
     // under this lock); the CAS then the re-read of `polls` make sure it is still stuck in
     // that same poll (if it has moved on, undo).
@@ -517,30 +518,30 @@ pub(crate) fn detach(sh: &Shared, i: usize, polls: u64, since: u64) -> bool {
         if stuck {
             pp.status.store(P_RUNNING, Release);
         }
-        sh.ps[spare].status.store(p::P_SPARE, Release);
+        sh.allp[spare].status.store(p::P_SPARE, Release);
         drop(idle);
         // The spare was in use for a moment: a timer may have landed on it (rule 1 of
         // `timer`'s "Timers move with their P"), before it goes back on the list.
-        crate::timer::move_timers(sh, spare, sh.timer_home());
+        crate::timer::move_timers(sh, spare, sh.allp.timer_home());
         sh.idle.lock().spare_put(spare);
         return false;
     }
     pp.blocked_since.store(since, Relaxed);
     drop(idle);
-    sh.handoffs.fetch_add(1, Relaxed);
-    sh.blocked_polls.fetch_add(1, Relaxed);
+    sh.stats.handoffs.fetch_add(1, Relaxed);
+    sh.stats.blocked_polls.fetch_add(1, Relaxed);
     // The spare takes the stuck P's place: its timers first (rule 1 of `timer`'s "Timers move
     // with their P": the status is published), then its queue.
     crate::timer::move_timers(sh, i, spare);
     // Move the stuck P's queued Gs to the spare, which nobody else can reach yet (sysmon owns it
     // until `handoffp`: it is in use but on no list, so its core is ours to take); the stuck M
     // only pushes to its ring, and stealing is safe against that.
-    let mut core = sh.ps[spare].take_core();
+    let mut core = sh.allp[spare].take_core();
     if let Some((g, _)) = pp.runq.steal_into(&mut core.runq, true, || true) {
         // Half a ring was moved, so there is room.
         core.runq.push_back(g, |_| unreachable!("goro: half a ring overflowed the spare's"));
     }
-    sh.ps[spare].put_core(core);
+    sh.allp[spare].put_core(core);
     // The rest (at most half a ring) through a scratch ring to the global queue.
     let (mut scratch, _) = crate::runq::new();
     while let Some((g, _)) = pp.runq.steal_into(&mut scratch, true, || true) {

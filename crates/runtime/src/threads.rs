@@ -1,7 +1,9 @@
 //! The process's threads as goro sees them: the calling thread's kernel id, whether a thread is
 //! asleep in the kernel and for how long (sysmon's test for a blocked poll), and which threads
-//! are goro's own (the deadlock census of `checkdead`).
+//! are goro's own (the deadlock census of `checkdead`); and the threads a runtime started
+//! ([`Threads`]).
 
+use crate::loom::{thread, AtomicUsize, Mutex, Ordering::Relaxed};
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
@@ -170,6 +172,86 @@ impl Drop for OwnThread {
 pub(crate) fn own_threads() -> Vec<u32> {
     let own = OWN_THREADS.lock().unwrap_or_else(|e| e.into_inner());
     own.as_ref().map_or_else(Vec::new, |m| m.keys().copied().collect())
+}
+
+/// The threads a runtime started as Ms (Go's `newm`): their join handles, the ids handed out,
+/// and how many are alive. Closed at shutdown, after which no thread starts.
+pub(crate) struct Threads {
+    /// The handles of the threads started and not yet joined; `None` once closed.
+    handles: Mutex<Option<Vec<thread::JoinHandle<()>>>>,
+    /// Ids handed out (Go's `mcount`): the next thread is named with the next one.
+    started: AtomicUsize,
+    /// Threads that have not ended yet.
+    alive: AtomicUsize,
+}
+
+/// Why [`Threads::start`] started no thread.
+pub(crate) enum Refused {
+    /// The runtime shuts down.
+    Closed,
+    /// The limit, or the OS refused: what to warn about.
+    Failed(String),
+}
+
+/// How a runtime names and sizes its Ms (`Builder::{thread_name, thread_stack_size,
+/// max_threads}`).
+pub(crate) struct Spec<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) stack_size: Option<usize>,
+    pub(crate) max_threads: usize,
+}
+
+impl Threads {
+    pub(crate) fn new() -> Threads {
+        Threads { handles: Mutex::new(Some(Vec::new())), started: AtomicUsize::new(0), alive: AtomicUsize::new(0) }
+    }
+
+    /// Starts a thread running `body`, named `<name>-<id>`. `body` calls [`exited`](Self::exited)
+    /// as its last step.
+    pub(crate) fn start(&self, spec: Spec<'_>, body: impl FnOnce() + Send + 'static) -> Result<(), Refused> {
+        let mut handles = self.handles.lock();
+        let Some(list) = handles.as_mut() else {
+            return Err(Refused::Closed);
+        };
+        if self.alive.load(Relaxed) >= spec.max_threads {
+            return Err(Refused::Failed(format!(
+                "goro: runtime exceeded {} threads (Builder::max_threads)",
+                spec.max_threads
+            )));
+        }
+        let id = self.started.fetch_add(1, Relaxed) + 1;
+        let mut b = thread::Builder::new().name(format!("{}-{id}", spec.name));
+        if let Some(size) = spec.stack_size {
+            b = b.stack_size(size);
+        }
+        self.alive.fetch_add(1, Relaxed);
+        match b.spawn(body) {
+            Ok(h) => {
+                list.push(h);
+                Ok(())
+            }
+            Err(e) => {
+                self.alive.fetch_sub(1, Relaxed);
+                Err(Refused::Failed(format!("goro: failed to start an M thread: {e}")))
+            }
+        }
+    }
+
+    /// The calling thread, started by [`start`](Self::start), ends.
+    pub(crate) fn exited(&self) {
+        self.alive.fetch_sub(1, Relaxed);
+    }
+
+    /// Threads started and not yet ended.
+    pub(crate) fn alive(&self) -> usize {
+        self.alive.load(Relaxed)
+    }
+
+    /// Closes the list (no thread starts from now on) and takes the handles of the threads
+    /// started, to join them.
+    pub(crate) fn close(&self) -> Vec<thread::JoinHandle<()>> {
+        self.handles.lock().take().unwrap_or_default()
+    }
 }
 
 #[cfg(all(test, not(loom), target_os = "linux"))]

@@ -166,7 +166,7 @@ impl Goroutine {
 pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
     let mut out: Vec<Goroutine> = sh
         .mains
-        .lock()
+        .snapshot()
         .iter()
         .map(|m| {
             let phase = if m.polling.load(Relaxed) {
@@ -186,7 +186,7 @@ pub(crate) fn goroutines_of(sh: &Shared) -> Vec<Goroutine> {
     sh.allgs.for_each(|h| {
         if let Some(phase) = Phase::of(h.state.load()) {
             let mut g = Goroutine::panicking(h.goid, h.location, h.parent);
-            g.main = h.goid == sh.main_goid.load(Relaxed);
+            g.main = h.goid == sh.mains.goid();
             out.push(g.with_state(sh, phase, h.wait_reason(), h.parked_at.load(Relaxed)));
         }
     });

@@ -31,7 +31,7 @@ use std::task::Waker;
 
 /// A runtime whose P idles and which may start no thread.
 fn quiet_runtime() -> StdArc<Shared> {
-    StdArc::new(Shared::new(super::g::config(0)).expect("shared"))
+    StdArc::new(Shared::new(super::g::config(0), crate::m::mstart).expect("shared"))
 }
 
 /// A G that ran once and parked, and its stashed waker.
@@ -209,7 +209,7 @@ where
     if inside_from < before && inside_to > after {
         assert!(!concluded, "a deadlock was concluded while an M was inside a syscall");
     }
-    assert!(!sh.syscalls_without_p.any(), "an M out of its syscall is still counted in one");
+    assert!(!sh.syscalls_without_p().any(), "an M out of its syscall is still counted in one");
     settle(sh);
 }
 

@@ -55,7 +55,7 @@ pub(super) fn config(max_threads: usize) -> Config {
 /// A runtime with no M: its only P is taken, as if by an M busy elsewhere, so that `wakep`
 /// never starts a thread and the model's threads are the only actors.
 pub(super) fn shared() -> StdArc<Shared> {
-    let sh = StdArc::new(Shared::new(config(1)).expect("shared"));
+    let sh = StdArc::new(Shared::new(config(1), crate::m::mstart).expect("shared"));
     while sh.pidleget().is_some() {}
     sh
 }
@@ -202,7 +202,7 @@ impl Drop for TestFuture {
 
 /// Spawns a G running `script` from this (non-M) thread: it goes to the global queue.
 pub(super) fn spawn(sh: &StdArc<Shared>, script: Script, counts: &Arc<Counts>) -> JoinHandle<Out> {
-    sh.spawn(TestFuture::new(counts, script), Location::caller())
+    crate::m::newproc(sh, TestFuture::new(counts, script), Location::caller())
 }
 
 /// Spawns the "M" thread.
@@ -591,7 +591,7 @@ fn shutdown_vs_wake(drain_before_join: bool) {
             thread::spawn(move || wake(take_stashed(&counts), WakeBy::Val))
         };
         // Runtime::shutdown, minus the joining of Ms (there are none).
-        sh.shutdown.store(true, std::sync::atomic::Ordering::SeqCst);
+        sh.begin_shutdown();
         loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         // SAFETY: no M runs, and each G comes with the list's (or the queue's) reference.
         sh.allgs.close_and_drain(|gp| unsafe { g::shutdown(gp) });

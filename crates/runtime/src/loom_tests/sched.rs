@@ -255,7 +255,7 @@ fn loom_sched_syscall_vs_retake() {
         let _ = sysmon.join().unwrap();
         drop(rt);
         // Taken back or retaken, never left in the syscall state.
-        assert_ne!(sh.ps[0].status.load(SeqCst), crate::p::P_SYSCALL);
+        assert_ne!(sh.allp[0].status.load(SeqCst), crate::p::P_SYSCALL);
     });
 }
 
@@ -273,7 +273,7 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
     model(|| {
         let mut config = super::g::config(0);
         config.max_procs = 2;
-        let sh = StdArc::new(crate::sched::Shared::new(config).expect("shared"));
+        let sh = StdArc::new(crate::sched::Shared::new(config, crate::m::mstart).expect("shared"));
         let counts = Counts::new();
         // A G queued on P0, whose M has let it go (a syscall that sysmon retook).
         let h = {
@@ -285,7 +285,7 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
             let h = ctx.spawn(TestFuture::new(&counts, READY), std::panic::Location::caller());
             sh.idle.spinning_stop();
             ctx.releasep().expect("held P0");
-            sh.ps[0].status.store(crate::p::P_IDLE, SeqCst);
+            sh.allp[0].status.store(crate::p::P_IDLE, SeqCst);
             h
         };
         // The other M holds P1, has found nothing, and gives up (the end of `findrunnable`).
@@ -307,7 +307,7 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
                     .with_core(|c| {
                         c.runq
                             .pop_runnext()
-                            .or_else(|| sh.ps[0].runq.steal_into(&mut c.runq, true, || true).map(|(g, _)| g))
+                            .or_else(|| sh.allp[0].runq.steal_into(&mut c.runq, true, || true).map(|(g, _)| g))
                     })
                     .flatten()
                     .expect("the queued G");

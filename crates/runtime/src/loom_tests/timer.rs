@@ -60,7 +60,7 @@ fn census(sh: &Shared) -> Vec<Nanos> {
 
 /// [`census`] of P slot `p`'s heap.
 fn census_of(sh: &Shared, p: usize) -> Vec<Nanos> {
-    let (live, stale_entries, stale_count) = sh.ps[p].timers.census();
+    let (live, stale_entries, stale_count) = sh.allp[p].timers.census();
     assert_eq!(stale_count, stale_entries, "P{p}: the heap's count of stale entries is off");
     live
 }
@@ -73,11 +73,11 @@ fn detach_p0(sh: &Shared) -> usize {
     use crate::loom::Ordering::Relaxed;
     sh.idle.spinning_start();
     let polls = 1; // one poll running
-    sh.ps[0].stats.polls.store(polls, Relaxed);
+    sh.allp[0].stats.polls.store(polls, Relaxed);
     assert!(crate::sysmon::detach(sh, 0, polls, 1), "detach refused");
     // Detached, or already a spare if the stuck M's poll returned meanwhile.
-    assert!(!crate::p::in_use(sh.ps[0].status.load(SeqCst)));
-    sh.procs
+    assert!(!crate::p::in_use(sh.allp[0].status.load(SeqCst)));
+    sh.allp.procs()
 }
 
 /// On a thread of its own, the stuck M holding P0: runs `f` with P0 as its current P (what a
@@ -363,12 +363,12 @@ fn race_detach(m: impl FnOnce(&crate::m::MCtx) + Send + 'static) {
     let sh = shared();
     let stuck = stuck_m(&sh, m);
     sh.idle.spinning_start();
-    sh.ps[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
+    sh.allp[0].stats.polls.store(1, crate::loom::Ordering::Relaxed);
     let _ = crate::sysmon::detach(&sh, 0, 1, 1);
     stuck.join().unwrap();
-    let in_use = sh.used_ps().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
-    assert_eq!(in_use, sh.procs, "P slots in use, of {} Ps", sh.procs);
-    assert!(sh.idle.npidle() <= sh.procs);
+    let in_use = sh.allp.used().iter().filter(|p| crate::p::in_use(p.status.load(SeqCst))).count();
+    assert_eq!(in_use, sh.allp.procs(), "P slots in use, of {} Ps", sh.allp.procs());
+    assert!(sh.idle.npidle() <= sh.allp.procs());
 }
 
 /// The stuck M's poll returns just as sysmon detaches P0: the poll's end (its count made even)
@@ -401,7 +401,7 @@ fn loom_timer_moves_off_a_computing_p() {
     model(|| {
         let mut config = super::g::config(1);
         config.max_procs = 2;
-        let sh = StdArc::new(Shared::new(config).expect("shared"));
+        let sh = StdArc::new(Shared::new(config, crate::m::mstart).expect("shared"));
         while sh.pidleget().is_some() {}
         let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let t1 = counting(&r1, true);
