@@ -10,46 +10,11 @@
 //! thread) is dealt with by sysmon's hand-off instead.
 //!
 //! The check is a thread-local load and a load of a flag on the P's own cache line: each M
-//! publishes a pointer to its P's flag while it holds the P.
+//! publishes its P's flags in its thread's record while it holds the P (see `current`).
 
-use crate::loom::{AtomicBool, Ordering::*};
-use std::cell::Cell;
-use std::ptr;
 use std::task::{Context, Poll};
 
-/// What a yield point reads: the `preempt` flag of the P this thread holds (null: none), and
-/// the yield points left in this poll before it yields (0: no count; only a synctest bubble
-/// counts, see [`set_budget`]). One thread-local, so the count costs the others one compare.
-struct Slot {
-    flag: Cell<*const AtomicBool>,
-    budget: Cell<u32>,
-}
-
-#[cfg(not(loom))]
-thread_local! {
-    static PREEMPT: Slot = const { Slot { flag: Cell::new(ptr::null()), budget: Cell::new(0) } };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static PREEMPT: Slot = Slot { flag: Cell::new(ptr::null()), budget: Cell::new(0) };
-}
-
-/// A synctest bubble's preemption, in place of sysmon's (a bubble has no sysmon, and its
-/// choices must not depend on time): the poll about to start yields at its `n`-th yield point
-/// (`n >= 2`, so that each poll gets at least one operation done). 0 turns the count off.
-pub(crate) fn set_budget(n: u32) {
-    let _ = PREEMPT.try_with(|c| c.budget.set(n));
-}
-
-/// Publishes `flag` as this thread's P's preemption flag (null: holds no P); returns the one
-/// it replaces (`m::enter` puts an outer M's back when a nested `block_on` leaves).
-///
-/// # Safety
-/// `flag` stays valid until it is replaced by another call on this thread (the `Shared` that
-/// owns the P outlives the M holding it).
-pub(crate) unsafe fn set_flag(flag: *const AtomicBool) -> *const AtomicBool {
-    PREEMPT.try_with(|c| c.flag.replace(flag)).unwrap_or(ptr::null())
-}
+pub(crate) use crate::current::set_budget;
 
 /// Whether the calling G should yield now because sysmon asked its P to (the flag is cleared:
 /// one yield per request). Always `false` off the runtime's threads.
@@ -72,32 +37,7 @@ pub(crate) unsafe fn set_flag(flag: *const AtomicBool) -> *const AtomicBool {
 /// ```
 #[inline]
 pub fn should_yield() -> bool {
-    let flag = PREEMPT
-        .try_with(|c| {
-            let b = c.budget.get();
-            if b != 0 {
-                c.budget.set(b - 1);
-                if b == 1 {
-                    return None;
-                }
-            }
-            Some(c.flag.get())
-        })
-        .unwrap_or(Some(ptr::null()));
-    let Some(flag) = flag else {
-        // A bubble's count ran out.
-        return true;
-    };
-    if flag.is_null() {
-        return false;
-    }
-    // SAFETY: published by `set_flag`, valid while this thread holds the P.
-    let flag = unsafe { &*flag };
-    if flag.load(Relaxed) {
-        flag.store(false, Relaxed);
-        return true;
-    }
-    false
+    crate::current::take_preempt()
 }
 
 /// A yield point: `Pending` (after waking the task, so it is polled again soon) if sysmon asked
@@ -129,25 +69,11 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     Poll::Ready(())
 }
 
-/// The functions to call when the current poll ends: the one of [`at_poll_end`], and the
-/// runtime's own (see [`at_poll_end_runtime`]).
-#[cfg(not(loom))]
-type PollEnd = [Option<fn()>; 2];
-
-#[cfg(not(loom))]
-thread_local! {
-    static POLL_END: Cell<PollEnd> = const { Cell::new([None, None]) };
-}
-
 /// [`at_poll_end`] for the runtime itself, in a slot of its own (a panic caught inside a G
 /// is printed when the poll ends: see `panics`). Does nothing off the runtime's threads' TLS.
 pub(crate) fn at_poll_end_runtime(f: fn()) {
     #[cfg(not(loom))]
-    let _ = POLL_END.try_with(|h| {
-        let mut slots = h.get();
-        slots[1] = Some(f);
-        h.set(slots);
-    });
+    crate::current::at_poll_end(1, f);
     #[cfg(loom)]
     let _ = f;
 }
@@ -165,25 +91,7 @@ pub(crate) fn at_poll_end_runtime(f: fn()) {
 #[doc(hidden)]
 pub fn at_poll_end(f: fn()) -> bool {
     #[cfg(not(loom))]
-    {
-        let on_m = PREEMPT.try_with(|c| !c.flag.get().is_null()).unwrap_or(false);
-        if !on_m {
-            return false;
-        }
-        POLL_END
-            .try_with(|h| {
-                let mut slots = h.get();
-                match slots[0] {
-                    None => {
-                        slots[0] = Some(f);
-                        h.set(slots);
-                        true
-                    }
-                    Some(g) => std::ptr::fn_addr_eq(g, f),
-                }
-            })
-            .unwrap_or(false)
-    }
+    return crate::current::holds_p() && crate::current::at_poll_end(0, f);
     #[cfg(loom)]
     {
         let _ = f;
@@ -195,7 +103,5 @@ pub fn at_poll_end(f: fn()) -> bool {
 #[inline]
 pub(crate) fn run_poll_end() {
     #[cfg(not(loom))]
-    if let Ok(slots) = POLL_END.try_with(|h| h.replace([None, None])) {
-        slots.into_iter().flatten().for_each(|f| f());
-    }
+    crate::current::take_poll_end().into_iter().flatten().for_each(|f| f());
 }

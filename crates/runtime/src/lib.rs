@@ -30,6 +30,9 @@
 //! above it in this list). `tests/layout.rs` fails, naming the imports, if a change closes an
 //! import circle.
 //!
+//! - `current`: the thread's one thread-local record (the current M, its P's flags, a poll's
+//!   yield count and end hooks), below everything, the shim included (its mutex reports lock
+//!   waits there).
 //! - `loom`: the synchronization shim that lets loom model-check all of this (`loom_tests`).
 //! - `config`: the builder's settings, the environment knobs (`GORO_MAXPROCS`, `GORO_DEBUG`)
 //!   and `warn_once`. `park`: thread parking. `threads`: the calling thread's kernel id,
@@ -85,6 +88,7 @@ mod bubble;
 mod checkdead;
 mod config;
 pub mod coop;
+mod current;
 #[doc(hidden)]
 pub mod entry;
 #[doc(hidden)]
@@ -141,7 +145,7 @@ pub use syscall::syscall;
 /// `loom.rs` re-exports these). Not part of the public API.
 #[doc(hidden)]
 pub mod shim {
-    pub use crate::loom::lock_wait;
+    pub use crate::current::lock_wait;
     pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
 }
 pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};

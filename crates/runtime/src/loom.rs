@@ -2,7 +2,7 @@
 //!
 //! Under `--cfg loom` everything here is loom's model-checked version; otherwise it is std's
 //! atomics and threads, and parking_lot's `Mutex`/`Condvar` behind the same small API (whose
-//! `Mutex` tells sysmon when its thread waits for a lock that is taken: [`lock_wait`]). No other
+//! `Mutex` tells sysmon when its thread waits for a lock that is taken: `current::lock_wait`). No other
 //! module imports atomics, locks, cells or threads directly, so every piece of the scheduler can
 //! be run inside `loom::model`.
 
@@ -85,7 +85,7 @@ impl<T> Mutex<T> {
     }
 
     /// Locks, blocking the thread; a wait for a lock that is taken shows as a wait in goro's
-    /// own locks on the P this thread holds ([`lock_wait`]: sysmon does not take it for
+    /// own locks on the P this thread holds (`current::lock_wait`: sysmon does not take it for
     /// a blocking call of the user's).
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
@@ -101,7 +101,7 @@ impl<T> Mutex<T> {
     #[cfg(not(loom))]
     #[cold]
     fn lock_contended(&self) -> MutexGuard<'_, T> {
-        lock_wait(|| self.0.lock())
+        crate::current::lock_wait(|| self.0.lock())
     }
 
     /// Locks if nobody holds the lock, without waiting.
@@ -118,63 +118,8 @@ impl<T> Mutex<T> {
     }
 }
 
-/// Waits for a lock of goro's own: the contended path of the runtime's mutexes (the `shim`
-/// that every goro crate locks with) and of the channels' lock. While `wait` runs, the P this
-/// thread holds says so in its `lock_waits` (odd while waiting, one more when done), for
-/// sysmon: the thread may sleep there for as long as the lock's holder is descheduled, which on
-/// a loaded machine is milliseconds, and that is no blocking call of the user's (see
-/// `sysmon::Naps`). Two stores to the P's counters, and only once the lock was found taken.
-#[inline]
-pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
-    #[cfg(not(loom))]
-    {
-        let waits = LOCK_WAITS.try_with(std::cell::Cell::get).unwrap_or(std::ptr::null());
-        if !waits.is_null() {
-            // SAFETY: published by `set_lock_waits` for the P this thread holds, valid until this
-            // thread lets the P go, which it cannot do while it waits here.
-            let waits = unsafe { &*waits };
-            /// Ends the wait even if `wait` unwinds: an odd count left behind would read as a
-            /// wait forever, and the P would never be handed off again.
-            struct Done<'a>(&'a AtomicU64);
-            impl Drop for Done<'_> {
-                fn drop(&mut self) {
-                    bump(self.0, 1);
-                }
-            }
-            bump(waits, 1);
-            let _done = Done(waits);
-            return wait();
-        }
-    }
-    wait()
-}
-
-#[cfg(not(loom))]
-thread_local! {
-    /// The `lock_waits` counter of the P this thread holds, or null.
-    static LOCK_WAITS: std::cell::Cell<*const AtomicU64> = const { std::cell::Cell::new(std::ptr::null()) };
-}
-
-/// Publishes `waits` as the `lock_waits` counter of the P this thread holds (null: none);
-/// returns the one it replaces (`m::enter` puts an outer M's back when a nested `block_on`
-/// leaves).
-///
-/// # Safety
-/// `waits` stays valid until it is replaced by another call on this thread (the `Shared` that
-/// owns the P outlives the M holding it), and only this thread writes it meanwhile (it holds
-/// the P).
-pub(crate) unsafe fn set_lock_waits(waits: *const AtomicU64) -> *const AtomicU64 {
-    #[cfg(not(loom))]
-    return LOCK_WAITS.try_with(|c| c.replace(waits)).unwrap_or(std::ptr::null());
-    #[cfg(loom)]
-    {
-        let _ = waits;
-        std::ptr::null()
-    }
-}
-
 /// Adds to an owner-written counter without a read-modify-write instruction (the P's stats,
-/// `lock_waits` among them; `p` re-exports it).
+/// `p` re-exports it).
 #[inline]
 pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);

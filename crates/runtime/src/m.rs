@@ -22,7 +22,7 @@ use crate::coop;
 use crate::g::raw::{self, Who};
 use crate::g::{self, GPtr, JoinHandle};
 use crate::idle::{PWait, Spinning, M};
-use crate::loom::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use crate::loom::{fence, AtomicU8, Ordering::*};
 use crate::mains::MainState;
 use crate::p::{self, PCore, P, P_DETACHED, P_RUNNING, P_SYSCALL};
 use crate::runq;
@@ -32,7 +32,6 @@ use crate::WaitReason;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::Location;
-use std::ptr;
 use std::sync::Arc as StdArc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -116,67 +115,34 @@ pub(crate) struct MCtx {
     bubble: Option<StdArc<Bubble>>,
 }
 
-// The current M (Go's `getg().m`): the one thread-local lookup through which `go`, wakers,
-// timers and G deallocation find the M they run on, and through it the P it holds. Each M (a
-// worker thread, or a thread inside `block_on`) publishes a pointer to its `MCtx` while it runs
-// the scheduler; the `MCtx` lives on that thread's stack for as long as the pointer is
-// published (`enter` returns a guard that restores the previous value, so `block_on` may nest).
-
-#[cfg(not(loom))]
-thread_local! {
-    static CURRENT: Cell<*const MCtx> = const { Cell::new(ptr::null()) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static CURRENT: Cell<*const MCtx> = Cell::new(ptr::null());
-}
-
-/// Restores the previously published context on drop, and the previous M's P pointers.
-pub(crate) struct EnterGuard {
-    prev: *const MCtx,
-    /// The outer M's P's `preempt` flag and `lock_waits` counter, when this M is a `block_on`
-    /// inside one of its Gs. The inner M publishes its own P's while it holds one and nulls
-    /// them when it lets it go (`releasep`); without putting the outer ones back, the outer M
-    /// ran on with none until it next took a P: its Gs were never asked to yield again, and
-    /// their waits for goro's locks read as sleeps to sysmon.
-    prev_preempt: *const AtomicBool,
-    prev_lock_waits: *const AtomicU64,
-}
-
-/// Publishes `ctx` as the current thread's M until the guard drops. It holds no P yet: the
-/// guard clears the P pointers that `hold` publishes, for the M to publish its own.
-pub(crate) fn enter(ctx: &MCtx) -> EnterGuard {
+/// Runs `f` with `ctx` published as the current thread's M (Go's `getg().m`: the lookup through
+/// which `go`, wakers, timers and G deallocation find the M they run on, and through it the P
+/// it holds), then puts back what was published before, so that `block_on` may nest inside a
+/// G. `ctx` holds no P yet, and lets any P it takes go before `f` returns (an M's loop, or
+/// `block_on`'s `LeaveBlockOn`); the outer M's P flags are put back for it: without that, the
+/// outer M ran on with none until it next took a P, its Gs were never asked to yield again,
+/// and their waits for goro's locks read as sleeps to sysmon.
+pub(crate) fn enter<R>(ctx: &MCtx, f: impl FnOnce() -> R) -> R {
     debug_assert!(ctx.p().is_none(), "goro: an M entered after taking its P would run without its P's flags");
-    let prev = CURRENT.with(|c| c.replace(ctx as *const MCtx));
-    // SAFETY: null is always valid.
-    let prev_preempt = unsafe { coop::set_flag(ptr::null()) };
-    // SAFETY: null is always valid.
-    let prev_lock_waits = unsafe { crate::loom::set_lock_waits(ptr::null()) };
-    EnterGuard { prev, prev_preempt, prev_lock_waits }
-}
-
-impl Drop for EnterGuard {
-    fn drop(&mut self) {
-        let prev = self.prev;
-        // `try_with`: the thread may be tearing down its TLS.
-        let _ = CURRENT.try_with(|c| c.set(prev));
-        // SAFETY: these are null (no M ran on this thread before, or it held no P), or the
-        // outer M published them for the P it held when this M entered. It holds that P
-        // still: its G is the one running this M's `block_on`, and an M lets its P go only
-        // between polls (a P that sysmon detached meanwhile stays with it until the poll ends,
-        // `check_detached`). Its `Shared` is alive for as long as that M is.
-        unsafe { coop::set_flag(self.prev_preempt) };
-        // SAFETY: as above; only the outer M writes the counter, and this thread is that M.
-        unsafe { crate::loom::set_lock_waits(self.prev_lock_waits) };
+    /// Restores on the way out, unwinding included.
+    struct Leave(Option<crate::current::Saved>);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            if let Some(saved) = self.0.take() {
+                crate::current::restore(saved);
+            }
+        }
     }
+    let _leave = Leave(Some(crate::current::enter_m(ctx as *const MCtx as *const ())));
+    f()
 }
 
 /// Runs `f` with the current M, if this thread is one.
 #[inline]
 pub(crate) fn current<R>(f: impl FnOnce(Option<&MCtx>) -> R) -> R {
-    let p = CURRENT.try_with(|c| c.get()).unwrap_or(ptr::null());
-    // SAFETY: a published pointer refers to an `MCtx` on this thread's stack that outlives its
-    // `EnterGuard`, which unpublishes it.
+    let p = crate::current::m() as *const MCtx;
+    // SAFETY: only `enter` publishes an M, a `&MCtx` that outlives the closure during which it
+    // is published (the `Leave` guard takes it back, also on unwinding).
     f(unsafe { p.as_ref() })
 }
 
@@ -205,14 +171,13 @@ pub(crate) fn mstart(shared: StdArc<Shared>, p: usize, spinning: Spinning) {
         h.call_on_m("on_thread_start");
     }
     let ctx = MCtx::new(shared, StdArc::new(M::new()), None);
-    {
-        // Before the P: `enter` starts the M with none published.
-        let _enter = enter(&ctx);
+    // Before the P: `enter` starts the M with none published.
+    enter(&ctx, || {
         ctx.acquirep(p);
         ctx.spinning.set(spinning == Spinning::Yes);
         let found = ctx.schedule();
         debug_assert!(matches!(found, Found::Shutdown));
-    }
+    });
     // `Builder::on_thread_stop`, after this M's last G.
     if let Some(h) = &ctx.shared.config.on_thread_stop {
         h.call_on_m("on_thread_stop");
@@ -248,24 +213,17 @@ impl MCtx {
         let pp = &self.shared.allp[p];
         *self.core.borrow_mut() = Some(pp.take_core());
         // A request meant for the P's previous M's G.
-        pp.preempt.store(false, Relaxed);
+        pp.flags.preempt.store(false, Relaxed);
         #[cfg(not(loom))]
         pp.tid.store(crate::threads::current_tid(), Relaxed);
         self.p.set(Some(p));
-        // SAFETY: the flag lives in `self.shared`, which this M keeps alive; it is unpublished
-        // by `releasep` (or replaced by the next `acquirep`) before this M lets the P go.
-        unsafe { coop::set_flag(&pp.preempt) };
-        // SAFETY: as for the flag; and while this M holds the P, only it writes the counter.
-        unsafe { crate::loom::set_lock_waits(&pp.stats.lock_waits) };
+        crate::current::publish_p(&pp.flags);
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
     /// (`pidleput`, `handoffp`, a syscall status, a waiting M).
     pub(crate) fn releasep(&self) -> Option<usize> {
-        // SAFETY: null is always valid.
-        unsafe { coop::set_flag(std::ptr::null()) };
-        // SAFETY: null is always valid.
-        unsafe { crate::loom::set_lock_waits(std::ptr::null()) };
+        crate::current::clear_p();
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
         self.shared.allp[p].put_core(core);
@@ -678,10 +636,10 @@ impl MCtx {
     /// two Gs that compute 200 ms each and wake each other through timers kept the ring waiting
     /// for 32 of their turns.
     fn runqget(&self, p: &P) -> Option<(GPtr, Slice)> {
-        let expired = p.preempt.load(Relaxed);
+        let expired = p.flags.preempt.load(Relaxed);
         if expired {
             // Consumed here: the next G starts a fresh slice.
-            p.preempt.store(false, Relaxed);
+            p.flags.preempt.store(false, Relaxed);
         }
         let got = self.with_core(|c| {
             let slice_over = expired || c.runnext_streak >= RUNNEXT_STREAK_MAX;

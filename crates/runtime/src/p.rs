@@ -15,6 +15,7 @@
 //! Counters that metrics read are atomics written only by the owner (a relaxed load and store,
 //! no read-modify-write).
 
+use crate::current::PFlagsArc;
 use crate::g::allgs::{DeadGs, GOID_BATCH};
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
@@ -51,9 +52,9 @@ pub(crate) struct P {
     pub(crate) status: AtomicU8,
     /// This P's timers (Go's `p.timers`, with `p.timer0When` inside).
     pub(crate) timers: TimerHeap,
-    /// Set by sysmon when the running G has had the P for a whole time slice (10 ms): goro's
-    /// yield points then return `Pending` once (see `coop`).
-    pub(crate) preempt: AtomicBool,
+    /// sysmon's preemption request and the count of its owner's waits for goro's locks,
+    /// published in the owner's thread-local record (see `current`).
+    pub(crate) flags: PFlagsArc,
     /// Set by sysmon when work outside this P's queue (the global queue, an M back from a
     /// syscall waiting for a P) has waited a whole time slice: the owner's next `findrunnable`
     /// gives it a turn before its own queue, as it does every 61st tick (see `m.rs`).
@@ -104,9 +105,6 @@ pub(crate) struct PStats {
     pub(crate) curgoid: AtomicU64,
     /// Entries into `goro::syscall` (Go's `syscalltick`: sysmon tells two syscalls apart).
     pub(crate) syscalltick: AtomicU64,
-    /// Twice the waits for goro's own locks by the thread holding this P, plus one while it
-    /// waits (see `loom::lock_wait`): sysmon does not count those as a blocked poll.
-    pub(crate) lock_waits: AtomicU64,
     /// Gs in `PCore::dead`: finished but still counted by `allgs` (`num_goroutine` subtracts
     /// them).
     pub(crate) dead_pending: AtomicU64,
@@ -150,7 +148,7 @@ impl P {
             runq: steal,
             status: AtomicU8::new(P_IDLE),
             timers: TimerHeap::new(),
-            preempt: AtomicBool::new(false),
+            flags: PFlagsArc::default(),
             fairness_due: AtomicBool::new(false),
             blocked_since: AtomicU64::new(0),
             tid: AtomicU32::new(0),

@@ -348,61 +348,62 @@ impl Runtime {
         let main = StdArc::new(MainState::new(m.clone(), shared.netpoll.breaker(), Location::caller()));
         shared.mains.enter(main.clone());
         let ctx = MCtx::new(shared.clone(), m, Some(main.clone()));
-        let _enter = crate::m::enter(&ctx);
-        let _own = crate::threads::OwnThread::enter();
-        crate::sysmon::ensure_started(shared);
-        if let Some(p) = shared.pidleget() {
-            ctx.acquirep(p);
-        }
-        let _leave = LeaveBlockOn(&ctx, &main);
-        let waker = Waker::from(main.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
-        loop {
-            // The main G runs on a P like any G (Go's main goroutine does): woken while this M
-            // had none, it takes one first (still counted as woken meanwhile, so `checkdead`
-            // sees it runnable). Without it, everything main does would run off-P: each `go` a
-            // fresh allocation pushed to the global queue instead of a recycled block in this
-            // P's queue (W1 3x slower).
-            if ctx.p().is_none() && main.is_notified() {
-                ctx.acquirep_for_main();
+        crate::m::enter(&ctx, || {
+            let _own = crate::threads::OwnThread::enter();
+            crate::sysmon::ensure_started(shared);
+            if let Some(p) = shared.pidleget() {
+                ctx.acquirep(p);
             }
-            if main.take_notified() {
-                ctx.poll_start(0);
-                shared.mains.count_poll();
-                main.wait_reason.store(0, Relaxed);
-                main.polling.store(true, Relaxed);
-                let polled = future.as_mut().poll(&mut cx);
-                main.polling.store(false, Relaxed);
-                main.parked_at.store(shared.coarse_ms(), Relaxed);
-                ctx.poll_end();
-                crate::coop::run_poll_end();
-                ctx.check_detached(None);
-                if let Poll::Ready(out) = polled {
-                    return out;
+            let _leave = LeaveBlockOn(&ctx, &main);
+            let waker = Waker::from(main.clone());
+            let mut cx = Context::from_waker(&waker);
+            let mut future = pin!(future);
+            loop {
+                // The main G runs on a P like any G (Go's main goroutine does): woken while this M
+                // had none, it takes one first (still counted as woken meanwhile, so `checkdead`
+                // sees it runnable). Without it, everything main does would run off-P: each `go` a
+                // fresh allocation pushed to the global queue instead of a recycled block in this
+                // P's queue (W1 3x slower).
+                if ctx.p().is_none() && main.is_notified() {
+                    ctx.acquirep_for_main();
                 }
-                if main.is_notified() {
-                    // The main future woke itself (yield_now): let the queued Gs run first.
-                    ctx.defer_main();
+                if main.take_notified() {
+                    ctx.poll_start(0);
+                    shared.mains.count_poll();
+                    main.wait_reason.store(0, Relaxed);
+                    main.polling.store(true, Relaxed);
+                    let polled = future.as_mut().poll(&mut cx);
+                    main.polling.store(false, Relaxed);
+                    main.parked_at.store(shared.coarse_ms(), Relaxed);
+                    ctx.poll_end();
+                    crate::coop::run_poll_end();
+                    ctx.check_detached(None);
+                    if let Poll::Ready(out) = polled {
+                        return out;
+                    }
+                    if main.is_notified() {
+                        // The main future woke itself (yield_now): let the queued Gs run first.
+                        ctx.defer_main();
+                    }
+                }
+                match ctx.schedule() {
+                    Found::Main => {}
+                    Found::Shutdown => ctx.m.parker.park(),
+                    Found::BubbleDeadlock(what) => {
+                        let seed = shared.config.bubble.as_ref().map_or(0, |b| b.seed);
+                        panic!(
+                            "{what}\n\n{}\n\nGORO_SEED={seed} replays this run (goro::synctest::test_seed)",
+                            crate::traceback::dump_of(shared)
+                        );
+                    }
+                    Found::Ended => match shared.fatal.take() {
+                        crate::fatal::Ending::Deadlock(report) => panic!("{report}"),
+                        crate::fatal::Ending::Panic(payload) => std::panic::resume_unwind(payload),
+                    },
+                    Found::G(..) => unreachable!("schedule runs the Gs it finds"),
                 }
             }
-            match ctx.schedule() {
-                Found::Main => {}
-                Found::Shutdown => ctx.m.parker.park(),
-                Found::BubbleDeadlock(what) => {
-                    let seed = shared.config.bubble.as_ref().map_or(0, |b| b.seed);
-                    panic!(
-                        "{what}\n\n{}\n\nGORO_SEED={seed} replays this run (goro::synctest::test_seed)",
-                        crate::traceback::dump_of(shared)
-                    );
-                }
-                Found::Ended => match shared.fatal.take() {
-                    crate::fatal::Ending::Deadlock(report) => panic!("{report}"),
-                    crate::fatal::Ending::Panic(payload) => std::panic::resume_unwind(payload),
-                },
-                Found::G(..) => unreachable!("schedule runs the Gs it finds"),
-            }
-        }
+        })
     }
 
     /// Spawns a G on this runtime from any thread (inside or outside it).
@@ -532,30 +533,31 @@ impl Runtime {
         // No M runs now. Drop every G still alive, inside the runtime's context (with no P) so
         // that destructors which spawn or wake find a runtime that refuses politely.
         let ctx = MCtx::new(self.shared.clone(), StdArc::new(M::new()), None);
-        let _enter = crate::m::enter(&ctx);
-        // Finished Gs leave the list first, so the drain meets only live ones.
-        sh.flush_all_dead();
-        // SAFETY: no M runs, and each G handed to us comes with the list's reference.
-        sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
-        for p in sh.allp.iter() {
-            // No M runs: every core is back in its P.
-            if let Some(mut core) = p.try_take_core() {
-                // SAFETY: each G in a run queue comes with the queue's reference, ours now.
-                core.runq.drain(|g| unsafe { g::drop_ref(g) });
-                core.gfree.free_all();
-                p.put_core(core);
+        crate::m::enter(&ctx, || {
+            // Finished Gs leave the list first, so the drain meets only live ones.
+            sh.flush_all_dead();
+            // SAFETY: no M runs, and each G handed to us comes with the list's reference.
+            sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
+            for p in sh.allp.iter() {
+                // No M runs: every core is back in its P.
+                if let Some(mut core) = p.try_take_core() {
+                    // SAFETY: each G in a run queue comes with the queue's reference, ours now.
+                    core.runq.drain(|g| unsafe { g::drop_ref(g) });
+                    core.gfree.free_all();
+                    p.put_core(core);
+                }
             }
-        }
-        // SAFETY: as above, for the global queue and a bubble's run set.
-        sh.global.drain(|g| unsafe { g::drop_ref(g) });
-        if let Some(b) = &sh.config.bubble {
-            // SAFETY: as above: the run set holds each G's run-queue reference.
-            b.drain(|g| unsafe { g::drop_ref(g) });
-        }
-        for p in sh.allp.iter() {
-            // Pending timers hold the runtime (through their actions' Gs and channels).
-            p.timers.clear();
-        }
+            // SAFETY: as above, for the global queue and a bubble's run set.
+            sh.global.drain(|g| unsafe { g::drop_ref(g) });
+            if let Some(b) = &sh.config.bubble {
+                // SAFETY: as above: the run set holds each G's run-queue reference.
+                b.drain(|g| unsafe { g::drop_ref(g) });
+            }
+            for p in sh.allp.iter() {
+                // Pending timers hold the runtime (through their actions' Gs and channels).
+                p.timers.clear();
+            }
+        });
         sh.gfree.free_all();
     }
 }

@@ -326,7 +326,7 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
             }
             P_RUNNING => {
                 if s.watch_slice(pp, now) >= TIME_SLICE && !s.preempted {
-                    pp.preempt.store(true, Relaxed);
+                    pp.flags.preempt.store(true, Relaxed);
                     sh.stats.preemptions.fetch_add(1, Relaxed);
                     s.preempted = true;
                 }
@@ -343,9 +343,9 @@ fn retake(sh: &Shared, seen: &mut [Seen], now: Instant) -> bool {
                     if stuck >= TIME_SLICE / 2 {
                         // Unknown (no /proc) counts as asleep: then every stuck poll is handed
                         // off, as before Linux could be asked.
-                        let waits = pp.stats.lock_waits.load(Relaxed);
+                        let waits = pp.flags.lock_waits.load(Relaxed);
                         let look = crate::threads::look_at(pp.tid.load(Relaxed));
-                        let look = if waits & 1 == 1 || pp.stats.lock_waits.load(Relaxed) != waits {
+                        let look = if waits & 1 == 1 || pp.flags.lock_waits.load(Relaxed) != waits {
                             // In (or through) a wait for one of goro's own locks.
                             Look::Awake
                         } else {
@@ -407,7 +407,7 @@ impl Seen {
 /// Sleeps in goro's own locks are not the user's blocking calls either (main spawning Gs waits
 /// for the global queue's lock while the M that holds it is descheduled): a look during one
 /// counts as awake, and a measurement over a span in which the thread waited for one is void
-/// (the P's `lock_waits` moved; see `loom::lock_wait`).
+/// (the P's `lock_waits` moved; see `current::lock_wait`).
 #[derive(Clone, Copy, Default)]
 struct Naps {
     /// The look that began the current measurement: when, the thread's busy time then, and
@@ -579,8 +579,8 @@ mod tests {
     /// The other way CI's main, spawning 100 000 Gs on a loaded machine, can sleep, made
     /// certain: the global queue's lock is held by an M that the OS descheduled (here a thread
     /// that holds it for 300 ms). Main's thread sleeps in that lock, which is goro's own, not a
-    /// blocking call of the user's: no P is handed off. Before `loom::lock_wait`, this was
-    /// taken for a blocked poll every time.
+    /// blocking call of the user's: no P is handed off (`current::lock_wait` marks the wait;
+    /// without the mark, this is taken for a blocked poll every time).
     #[test]
     fn a_poll_waiting_for_goros_own_lock_is_not_a_blocked_one() {
         let rt = crate::Builder::new().max_procs(2).build().unwrap();

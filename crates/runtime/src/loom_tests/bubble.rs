@@ -34,15 +34,16 @@ fn loom_bubble_sleeps_until_a_wake_from_outside() {
         let waker = thread::spawn(move || w.wake());
         {
             let ctx = MCtx::new(sh.clone(), StdArc::new(M::new()), None);
-            let _enter = crate::m::enter(&ctx);
-            ctx.acquirep(sh.pidleget().expect("the bubble's P"));
-            let b = sh.config.bubble.clone().expect("a bubble");
-            match ctx.findrunnable_in_bubble(&b) {
-                Found::G(g, slice) => ctx.execute(g, slice),
-                _ => panic!("the bubble's M came back without the woken G"),
-            }
-            let p = ctx.releasep().expect("held");
-            sh.pidleput(p);
+            crate::m::enter(&ctx, || {
+                ctx.acquirep(sh.pidleget().expect("the bubble's P"));
+                let b = sh.config.bubble.clone().expect("a bubble");
+                match ctx.findrunnable_in_bubble(&b) {
+                    Found::G(g, slice) => ctx.execute(g, slice),
+                    _ => panic!("the bubble's M came back without the woken G"),
+                }
+                let p = ctx.releasep().expect("held");
+                sh.pidleput(p);
+            })
         }
         waker.join().unwrap();
         drop(h);

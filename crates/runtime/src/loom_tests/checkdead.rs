@@ -115,11 +115,12 @@ fn loom_checkdead_vs_timer() {
                 let from = steps.fetch_add(1, SeqCst);
                 if let Some(p) = sh.pidleget() {
                     let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-                    let _enter = crate::m::enter(&ctx);
-                    ctx.acquirep(p);
-                    crate::timer::run_timers(&*sh, 0, 10);
-                    let p = ctx.releasep().expect("held");
-                    sh.pidleput(p);
+                    crate::m::enter(&ctx, || {
+                        ctx.acquirep(p);
+                        crate::timer::run_timers(&*sh, 0, 10);
+                        let p = ctx.releasep().expect("held");
+                        sh.pidleput(p);
+                    })
                 }
                 from
             })
@@ -155,18 +156,19 @@ fn loom_checkdead_vs_g_wake() {
                 let from = steps.fetch_add(1, SeqCst);
                 let Some(p) = sh.pidleget() else { return None };
                 let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-                let _enter = crate::m::enter(&ctx);
-                ctx.acquirep(p);
-                w.wake();
-                let by = steps.fetch_add(1, SeqCst);
-                // The M runs what its P holds before it lets the P go.
-                let ran_from = steps.fetch_add(1, SeqCst);
-                while let Some(gp) = ctx.with_core(|c| c.runq.pop_runnext()).flatten() {
-                    ctx.execute(gp, crate::m::Slice::Fresh);
-                }
-                let p = ctx.releasep().expect("held");
-                sh.pidleput(p);
-                Some((from, by, ran_from))
+                crate::m::enter(&ctx, || {
+                    ctx.acquirep(p);
+                    w.wake();
+                    let by = steps.fetch_add(1, SeqCst);
+                    // The M runs what its P holds before it lets the P go.
+                    let ran_from = steps.fetch_add(1, SeqCst);
+                    while let Some(gp) = ctx.with_core(|c| c.runq.pop_runnext()).flatten() {
+                        ctx.execute(gp, crate::m::Slice::Fresh);
+                    }
+                    let p = ctx.releasep().expect("held");
+                    sh.pidleput(p);
+                    Some((from, by, ran_from))
+                })
             })
         };
         let (concluded, before, after) = check(&sh, &steps);
@@ -194,16 +196,16 @@ where
 {
     let p = sh.pidleget().expect("the runtime's P idles");
     let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
-    let enter = crate::m::enter(&ctx);
-    ctx.acquirep(p);
-    let entered = ctx.entersyscall().expect("the M holds a P");
-    // The call itself: two steps, between which the racing threads start.
-    let inside_from = steps.fetch_add(1, SeqCst);
-    let join = during();
-    let inside_to = steps.fetch_add(1, SeqCst);
-    ctx.exitsyscall(entered);
-    let p = ctx.releasep().expect("a P is held after the call");
-    drop(enter);
+    let (p, inside_from, inside_to, join) = crate::m::enter(&ctx, || {
+        ctx.acquirep(p);
+        let entered = ctx.entersyscall().expect("the M holds a P");
+        // The call itself: two steps, between which the racing threads start.
+        let inside_from = steps.fetch_add(1, SeqCst);
+        let join = during();
+        let inside_to = steps.fetch_add(1, SeqCst);
+        ctx.exitsyscall(entered);
+        (ctx.releasep().expect("a P is held after the call"), inside_from, inside_to, join)
+    });
     sh.pidleput(p);
     let (concluded, before, after) = join();
     if inside_from < before && inside_to > after {

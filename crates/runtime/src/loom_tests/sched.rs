@@ -268,7 +268,7 @@ fn loom_sched_syscall_vs_retake() {
 #[test]
 fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
     use crate::idle::M;
-    use crate::m::{enter, MCtx, Slice};
+    use crate::m::{MCtx, Slice};
     use std::sync::Arc as StdArc;
     model(|| {
         let mut config = super::g::config(0);
@@ -278,42 +278,44 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
         // A G queued on P0, whose M has let it go (a syscall that sysmon retook).
         let h = {
             let ctx = MCtx::new(sh.clone(), StdArc::new(M::new()), None);
-            let _enter = enter(&ctx);
-            ctx.acquirep(sh.pidleget().expect("P0 idles"));
-            // As if an M were spinning already: the spawn starts none.
-            sh.idle.spinning_start();
-            let h = ctx.spawn(TestFuture::new(&counts, READY), std::panic::Location::caller());
-            sh.idle.spinning_stop();
-            ctx.releasep().expect("held P0");
-            sh.allp[0].status.store(crate::p::P_IDLE, SeqCst);
-            h
+            crate::m::enter(&ctx, || {
+                ctx.acquirep(sh.pidleget().expect("P0 idles"));
+                // As if an M were spinning already: the spawn starts none.
+                sh.idle.spinning_start();
+                let h = ctx.spawn(TestFuture::new(&counts, READY), std::panic::Location::caller());
+                sh.idle.spinning_stop();
+                ctx.releasep().expect("held P0");
+                sh.allp[0].status.store(crate::p::P_IDLE, SeqCst);
+                h
+            })
         };
         // The other M holds P1, has found nothing, and gives up (the end of `findrunnable`).
         let m = {
             let sh = sh.clone();
             thread::spawn(move || {
                 let ctx = MCtx::new(sh.clone(), StdArc::new(M::new()), None);
-                let _enter = enter(&ctx);
-                ctx.acquirep(sh.pidleget().expect("P1 idles"));
-                {
-                    let mut idle = sh.idle.lock();
-                    assert!(sh.global.is_empty());
-                    let p = ctx.releasep().expect("held P1");
-                    sh.pidleput_locked(&mut idle, p);
-                }
-                assert!(ctx.stopm().is_none(), "the M left stopm without a P");
-                // It holds a P: the G is in P0's queue (its own, or one to steal from).
-                let g = ctx
-                    .with_core(|c| {
-                        c.runq
-                            .pop_runnext()
-                            .or_else(|| sh.allp[0].runq.steal_into(&mut c.runq, true, || true).map(|(g, _)| g))
-                    })
-                    .flatten()
-                    .expect("the queued G");
-                ctx.execute(g, Slice::Fresh);
-                let p = ctx.releasep().expect("held a P");
-                sh.pidleput(p);
+                crate::m::enter(&ctx, || {
+                    ctx.acquirep(sh.pidleget().expect("P1 idles"));
+                    {
+                        let mut idle = sh.idle.lock();
+                        assert!(sh.global.is_empty());
+                        let p = ctx.releasep().expect("held P1");
+                        sh.pidleput_locked(&mut idle, p);
+                    }
+                    assert!(ctx.stopm().is_none(), "the M left stopm without a P");
+                    // It holds a P: the G is in P0's queue (its own, or one to steal from).
+                    let g = ctx
+                        .with_core(|c| {
+                            c.runq
+                                .pop_runnext()
+                                .or_else(|| sh.allp[0].runq.steal_into(&mut c.runq, true, || true).map(|(g, _)| g))
+                        })
+                        .flatten()
+                        .expect("the queued G");
+                    ctx.execute(g, Slice::Fresh);
+                    let p = ctx.releasep().expect("held a P");
+                    sh.pidleput(p);
+                })
             })
         };
         // sysmon's hand-off of P0: no idle M yet, and no thread may be started.

@@ -86,10 +86,11 @@ fn stuck_m(sh: &StdArc<Shared>, f: impl FnOnce(&crate::m::MCtx) + Send + 'static
     let sh = sh.clone();
     thread::spawn(move || {
         let ctx = crate::m::MCtx::new(sh, StdArc::new(crate::idle::M::new()), None);
-        let _enter = crate::m::enter(&ctx);
-        // P0 is taken (every P is, see `shared`) and stays `P_RUNNING`: only its core moves here.
-        ctx.hold(0);
-        f(&ctx);
+        crate::m::enter(&ctx, || {
+            // P0 is taken (every P is, see `shared`) and stays `P_RUNNING`: only its core moves here.
+            ctx.hold(0);
+            f(&ctx);
+        })
     })
 }
 
