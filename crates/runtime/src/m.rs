@@ -255,12 +255,19 @@ impl MCtx {
         self.core.borrow_mut().as_deref_mut().map(f)
     }
 
+    /// Runs `f` on the header of the G this M polls, if it polls one.
+    fn with_curg<R>(&self, f: impl FnOnce(&raw::Header) -> R) -> Option<R> {
+        // SAFETY: `curg` is set only by `execute`, for the length of its `g::run`, which holds
+        // the run queue's reference on the G while the G's poll (the only code that can reach
+        // this M meanwhile) runs; `execute` clears it before anything else runs.
+        self.curg.get().map(|g| f(unsafe { g.as_ref() }))
+    }
+
     /// The goid of the G this M polls: the G's, [`MAIN_FUTURE`](raw::MAIN_FUTURE) while it
     /// polls the main future of `block_on`, [`NO_PARENT`](raw::NO_PARENT) between polls.
     pub(crate) fn current_goid(&self) -> u64 {
-        match self.curg.get() {
-            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
-            Some(g) => unsafe { g.as_ref() }.goid,
+        match self.with_curg(|h| h.goid) {
+            Some(goid) => goid,
             None if self.polling_main() => raw::MAIN_FUTURE,
             None => raw::NO_PARENT,
         }
@@ -278,10 +285,11 @@ impl MCtx {
 
     /// The wait-reason slot of what this M polls: its G's, or its main future's.
     pub(crate) fn with_wait_reason<R>(&self, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
-        match (self.curg.get(), &self.main) {
-            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
-            (Some(g), _) => Some(f(&unsafe { g.as_ref() }.wait_reason)),
-            (None, Some(main)) if main.polling.load(Relaxed) => Some(f(&main.wait_reason)),
+        if self.curg.get().is_some() {
+            return self.with_curg(|h| f(&h.wait_reason));
+        }
+        match &self.main {
+            Some(main) if main.polling.load(Relaxed) => Some(f(&main.wait_reason)),
             _ => None,
         }
     }
@@ -329,15 +337,16 @@ impl MCtx {
         let outer = self.curg.replace(Some(g));
         // Who it is, for sysmon's report if the poll blocks the thread (read now: the G may be
         // freed by the time the poll returns).
-        // SAFETY: we own the queue's reference, so the header is alive.
-        let who = unsafe { g.as_ref() }.who();
+        let who = self.with_curg(raw::Header::who).expect("curg was just set");
         self.poll_start(who.goid);
         // SAFETY: `g` came out of a run queue with the queue's reference.
         let again = unsafe { g::run(g) };
+        // At once: the G may be freed now, and the poll-end hooks below run code (a value's
+        // drop) that may ask for the current G (`go` reads its goid for the parent).
+        self.curg.set(outer);
         self.poll_end();
         coop::run_poll_end();
         self.check_detached(Some(who));
-        self.curg.set(outer);
         if let Some(again) = again {
             // It woke itself during its poll (yield_now): to the back of the queue.
             self.runqput(again, Put::Back);
@@ -370,10 +379,10 @@ impl MCtx {
         let Some(pid) = self.p.get() else {
             return sh.spawn_off_p(future, parent, location);
         };
-        let (g, reused) = self
+        let (g, handle, reused) = self
             .with_core(|c| {
                 let goid = c.next_goid(sh.goidgen());
-                raw::allocate(future, sh, &sh.gfree, goid, parent, location, Some(&mut c.gfree))
+                g::new_g(future, sh, &sh.gfree, goid, parent, location, Some(&mut c.gfree))
             })
             .expect("goro: the M holds a P");
         let stats = &sh.allp[pid].stats;
@@ -384,8 +393,7 @@ impl MCtx {
         if sh.admit(g) {
             self.runqput(g, Put::Spawn);
         }
-        // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
-        unsafe { JoinHandle::from_raw(g) }
+        handle
     }
 
     /// Go's `runqput` on this M's P, then `wakep` if there is stealable work (a G in the ring;
@@ -773,8 +781,7 @@ impl MCtx {
     /// and wake-up it saves when work comes; a program whose Ms keep finding work in the watch
     /// keeps its second core busier (W8: 1.8 CPUs instead of 1.2). Only ring work counts: a G
     /// in a running P's `runnext` is about to run there, and taking it would pull apart Gs
-    /// that wake each other. An earlier try that repeated the whole steal, `runnext`
-    /// included, made W2 and W4 6-13% slower; this one leaves them level. Under loom the
+    /// that wake each other (watching `runnext` too makes W2 and W4 6-13% slower). Under loom the
     /// watch makes its checks once, without the look (see below): a model has no clock.
     fn spin_for_ring_work(&self, p: &P) -> Watch {
         let sh = &*self.shared;
@@ -782,8 +789,7 @@ impl MCtx {
         for look in 1u32.. {
             // Under loom the look itself is left out: it is `steal_work`'s ring-only pass,
             // which the models have just run three times; running it again doubled the
-            // whole-runtime models' time (528 s to over 1 000 s) for no new kind of step.
-            // Without it they take 894 s.
+            // whole-runtime models' time for no new kind of step.
             if !cfg!(loom) {
                 if let Some(g) = self.steal_pass(p, false) {
                     return Watch::Stole(g);
@@ -860,10 +866,9 @@ impl MCtx {
     /// ([`PWait::Main`]), which is at most one G's poll away.
     ///
     /// A poll that computes without a yield point cannot be preempted (see `sysmon`), and Go
-    /// would preempt it: so after [`MAIN_P_WAIT`] the main future is polled without a P, as it
-    /// always was before this wait existed (its `go`s then allocate and push to the global
-    /// queue). Without the wait, a main woken by a G on another M while every P was busy ran
-    /// beside them with no P (tests/runtime.rs,
+    /// would preempt it: so after [`MAIN_P_WAIT`] the main future is polled without a P (its
+    /// `go`s then allocate and push to the global queue). Without the wait, a main woken by a G
+    /// on another M while every P is busy would run beside them with no P (tests/runtime.rs,
     /// `main_woken_while_every_p_is_busy_waits_for_one`).
     pub(crate) fn acquirep_for_main(&self) {
         let sh = &*self.shared;
@@ -1099,8 +1104,7 @@ impl MCtx {
             // Detached: give the P up as a spare now, as `check_detached` does after a poll (a
             // detached P has no other owner, so its core is ours to take back for that).
             self.hold(pid);
-            // SAFETY: the M polling `g` holds a reference to it for the whole poll.
-            let who = self.curg.get().map(|g| unsafe { g.as_ref() }.who());
+            let who = self.with_curg(raw::Header::who);
             // Counted as inside a syscall before the P stops showing this M (`P_DETACHED`
             // becomes `P_SPARE`): see `SyscallsWithoutP`.
             self.shared.syscalls_without_p().enter();

@@ -296,7 +296,7 @@ impl Builder {
             bubble: self.bubble.map(|spec| StdArc::new(crate::bubble::Bubble::new(spec))),
         };
         crate::panics::install_hook();
-        let shared = StdArc::new(Shared::new(config, crate::m::mstart)?);
+        let shared = Shared::new(config, crate::m::mstart)?;
         crate::checkdead::register(&shared);
         Ok(Runtime { shared })
     }
@@ -538,20 +538,24 @@ impl Runtime {
             sh.flush_all_dead();
             // SAFETY: no M runs, and each G handed to us comes with the list's reference.
             sh.allgs.close_and_drain(|g| unsafe { g::shutdown(g) });
+            // Given only the Gs drained from the run queues below (the Ps' rings, the global
+            // queue, a bubble's run set), each with the queue's reference, ours now.
+            let mut release = |g| {
+                // SAFETY: see above: a queued G comes with its queue's reference, and the
+                // queue it came from no longer has it.
+                unsafe { g::drop_ref(g) }
+            };
             for p in sh.allp.iter() {
                 // No M runs: every core is back in its P.
                 if let Some(mut core) = p.try_take_core() {
-                    // SAFETY: each G in a run queue comes with the queue's reference, ours now.
-                    core.runq.drain(|g| unsafe { g::drop_ref(g) });
+                    core.runq.drain(&mut release);
                     core.gfree.free_all();
                     p.put_core(core);
                 }
             }
-            // SAFETY: as above, for the global queue and a bubble's run set.
-            sh.global.drain(|g| unsafe { g::drop_ref(g) });
+            sh.global.drain(&mut release);
             if let Some(b) = &sh.config.bubble {
-                // SAFETY: as above: the run set holds each G's run-queue reference.
-                b.drain(|g| unsafe { g::drop_ref(g) });
+                b.drain(&mut release);
             }
             for p in sh.allp.iter() {
                 // Pending timers hold the runtime (through their actions' Gs and channels).

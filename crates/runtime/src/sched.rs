@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::fatal::{Ending, Fatal};
 use crate::g::allgs::AllGs;
 use crate::g::gfree::GlobalFree;
-use crate::g::raw::{self, Header};
+use crate::g::raw::Header;
 use crate::g::{self, GPtr, JoinHandle};
 use crate::globrunq::GlobalQueue;
 pub(crate) use crate::idle::Spinning;
@@ -46,7 +46,7 @@ use crate::timer::Nanos;
 use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::panic::Location;
-use std::sync::Arc as StdArc;
+use std::sync::{Arc as StdArc, Weak};
 use std::time::Instant;
 
 /// Spare P slots for a runtime of `procs` Ps: how many Ps can be stuck in a blocking poll at
@@ -130,7 +130,7 @@ pub(crate) struct Shared {
     pub(crate) fatal: Fatal,
     /// Read-only, and read on hot paths (a bubble's `nanotime`; `findrunnable` reads its M's
     /// copy of the bubble): on a line of its own, or the counters the Ms write beside it would
-    /// make each of those reads a miss (W1 and W3 ran 16% slower when they shared one).
+    /// make each of those reads a miss (sharing one makes W1 and W3 16% slower).
     pub(crate) config: CachePadded<Config>,
     /// Ms inside `goro::syscall` that no P shows (see `idle::SyscallsWithoutP`).
     syscalls_without_p: SyscallsWithoutP,
@@ -140,6 +140,8 @@ pub(crate) struct Shared {
     goidgen: AtomicU64,
     clock: Clock,
     mstart: MStart,
+    /// The `Arc` this lives in, for the threads `newm` starts.
+    me: Weak<Shared>,
 }
 
 /// The runtime's clocks.
@@ -153,17 +155,18 @@ struct Clock {
 
 impl Shared {
     /// A runtime's state for `config`, whose new Ms start at `mstart`.
-    pub(crate) fn new(config: Config, mstart: MStart) -> std::io::Result<Shared> {
+    pub(crate) fn new(config: Config, mstart: MStart) -> std::io::Result<StdArc<Shared>> {
         let procs = config.max_procs;
         let spares = spare_slots(procs);
-        Ok(Shared {
+        let netpoll = Netpoll::new()?;
+        Ok(StdArc::new_cyclic(|me| Shared {
             allp: Allp::new(procs, spares),
             global: GlobalQueue::new(),
             allgs: AllGs::new(procs),
             gfree: GlobalFree::default(),
             // P0 is handed out first.
             idle: Idle::new(procs, procs + spares),
-            netpoll: Netpoll::new()?,
+            netpoll,
             sysmon: SysmonShared {
                 waiting: AtomicBool::new(false),
                 parker: Parker::new(),
@@ -181,7 +184,8 @@ impl Shared {
             goidgen: AtomicU64::new(1),
             clock: Clock { start: Instant::now(), coarse_ms: CachePadded::new(AtomicU32::new(0)) },
             mstart,
-        })
+            me: me.clone(),
+        }))
     }
 
     /// Whether the runtime is stopping (`Relaxed` where a late look only costs a later stop;
@@ -269,12 +273,11 @@ impl Shared {
     {
         self.stats.spawned_off_p.fetch_add(1, Relaxed);
         let goid = self.goidgen.fetch_add(1, Relaxed);
-        let (g, _) = raw::allocate(future, self, &self.gfree, goid, parent, location, None);
+        let (g, handle, _) = g::new_g(future, self, &self.gfree, goid, parent, location, None);
         if self.admit(g) {
             self.globrunqput(g);
         }
-        // SAFETY: `g` runs a future with output `F::Output`, and its join reference is handed over.
-        unsafe { JoinHandle::from_raw(g) }
+        handle
     }
 
     /// Lists a new G in `allgs`; `false` if the runtime is shutting down, in which case the G is
@@ -419,7 +422,8 @@ impl Shared {
 
     /// `newm`: a new thread that starts as an M holding `p`.
     fn newm(&self, p: usize, spinning: Spinning) {
-        let shared = self.arc();
+        // `&self` is alive, so the `Arc` it lives in is.
+        let shared = self.me.upgrade().expect("goro: a runtime's state outside its Arc");
         let mstart = self.mstart;
         let spec = Spec {
             name: &self.config.thread_name,
@@ -453,16 +457,6 @@ impl Shared {
         idle.want_m();
         drop(idle);
         self.netpoll.wake();
-    }
-
-    /// A strong handle on `self` (every `Shared` lives in an `Arc`).
-    fn arc(&self) -> StdArc<Shared> {
-        // SAFETY: `Shared` is only ever created inside an `Arc` (Runtime::new) and `&self`
-        // proves that Arc is alive, so incrementing its count is sound.
-        unsafe {
-            StdArc::increment_strong_count(self as *const Shared);
-            StdArc::from_raw(self as *const Shared)
-        }
     }
 
     /// Takes an idle P (Go's `pidleget`), under the scheduler lock.

@@ -23,10 +23,10 @@ pub(crate) enum Look {
 /// Looks at thread `tid` of this process; `None` where `/proc/self/task/<tid>/stat` cannot be
 /// read.
 ///
-/// The state is what tells a blocked poll from a computing one. goro once judged by
-/// `schedstat`'s run and run-queue times alone, and took computing threads for blocked ones on
-/// a loaded machine: the kernel adds a runnable thread's queue wait to `schedstat` only when
-/// the thread gets a CPU again, so a thread that waited for one looked asleep meanwhile. A
+/// The state is what tells a blocked poll from a computing one. `schedstat`'s run and run-queue
+/// times alone cannot: on a loaded machine they take computing threads for blocked ones, since
+/// the kernel adds a runnable thread's queue wait to `schedstat` only when the thread gets a
+/// CPU again, so a thread that waits for one looks asleep meanwhile. A
 /// sleeping thread's accounts are settled, though: its last wait for a CPU was added when it
 /// got one, and its CPU time stops. So the look reads the thread's CPU clock (exact even while
 /// it runs, unlike `schedstat`'s run time, which moves at scheduler ticks) and `schedstat`,

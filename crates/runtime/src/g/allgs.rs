@@ -21,6 +21,7 @@
 use super::raw::Header;
 use crate::loom::Mutex;
 use crossbeam_utils::CachePadded;
+use std::ops::ControlFlow;
 use std::ptr::NonNull;
 
 /// Goids are taken from the runtime's counter this many at a time (Go's `_GoidCacheBatch`).
@@ -109,38 +110,26 @@ impl AllGs {
     /// is polling: the list's reference keeps the header alive while the lock is held.
     pub(crate) fn with_g<R>(&self, goid: u64, f: impl FnOnce(&Header) -> R) -> Option<R> {
         let s = self.shards[((goid / GOID_BATCH) & self.mask) as usize].lock();
-        let mut cur = s.head;
-        while let Some(g) = cur {
-            // SAFETY: under the shard lock a linked G is live (the list holds a reference on
-            // it), and its links are written only under this lock.
-            let (h, next) = unsafe {
-                let h = g.as_ref();
-                (h, h.all_next.with(|n| *n))
-            };
-            if h.goid == goid {
-                return Some(f(h));
+        let mut f = Some(f);
+        let mut out = None;
+        walk(&s, |h| {
+            if h.goid != goid {
+                return ControlFlow::Continue(());
             }
-            cur = next;
-        }
-        None
+            out = f.take().map(|f| f(h));
+            ControlFlow::Break(())
+        });
+        out
     }
 
     /// Calls `f` with the header of every G in the list, one shard at a time under its lock
     /// (`f` must not touch the list; it sees Gs that finished but are not unlinked yet too).
     pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
         for shard in self.shards.iter() {
-            let s = shard.lock();
-            let mut cur = s.head;
-            while let Some(g) = cur {
-                // SAFETY: under the shard lock a linked G is live (the list holds a reference on
-                // it), and its links are written only under this lock.
-                let (h, next) = unsafe {
-                    let h = g.as_ref();
-                    (h, h.all_next.with(|n| *n))
-                };
+            walk(&shard.lock(), |h| {
                 f(h);
-                cur = next;
-            }
+                ControlFlow::Continue(())
+            });
         }
     }
 
@@ -175,6 +164,23 @@ impl AllGs {
                 f(g);
             }
         }
+    }
+}
+
+/// Calls `f` with the header of each G of the locked shard `s`, from the head, until it breaks.
+fn walk(s: &Shard, mut f: impl FnMut(&Header) -> ControlFlow<()>) {
+    let mut cur = s.head;
+    while let Some(g) = cur {
+        // SAFETY: `s` is borrowed from its lock's guard, and under the shard lock a linked G is
+        // live (the list holds a reference on it) and its links are written only under that lock.
+        let (h, next) = unsafe {
+            let h = g.as_ref();
+            (h, h.all_next.with(|n| *n))
+        };
+        if f(h).is_break() {
+            return;
+        }
+        cur = next;
     }
 }
 

@@ -17,12 +17,11 @@ use std::ptr::NonNull;
 /// Block sizes, smallest first.
 const CLASSES: [usize; 9] = [128, 192, 256, 384, 512, 768, 1024, 1536, 2048];
 /// The alignment of every G's memory, pooled or not: one cache line, so that no two Gs share
-/// a line. With the allocator's 16, 128-byte blocks fell 144 bytes apart and the tail of one G's
-/// future shared a line with the next G's state word; two Ps polling neighbouring Gs then
-/// moved that line between the cores on every poll. W3 (200 Gs yielding on 2 Ps) ran at 25 or
-/// 45 ns per yield depending on where the allocator's blocks fell in that process, and at 17-19
-/// ns aligned (tokio aligns its task cells for the same reason). A G that needs more is not
-/// pooled.
+/// a line. At the allocator's 16, 128-byte blocks fall 144 bytes apart and the tail of one G's
+/// future shares a line with the next G's state word; two Ps polling neighbouring Gs then move
+/// that line between the cores on every poll (W3, 200 Gs yielding on 2 Ps, takes 25-45 ns per
+/// yield that way, depending on where the allocator's blocks fall, against 17-19 ns aligned;
+/// tokio aligns its task cells for the same reason). A G that needs more is not pooled.
 pub(crate) const ALIGN: usize = 64;
 /// A P keeps at most this many blocks of one class (Go: 64).
 const LOCAL_MAX: usize = 64;
@@ -43,11 +42,11 @@ pub(crate) fn class_of(layout: Layout) -> Option<u8> {
 /// allocator's own alignment. The block starts at the first line boundary past the
 /// allocation's start (16 to 64 bytes in), and the byte just before it records how far in.
 ///
-/// Asking the allocator for 64-byte alignment instead (`posix_memalign`) made every fresh G
-/// cost a split of the chunk and two frees of its ends: spawning 100 000 Gs (W1) took 16%
-/// longer, the 100 000 sleeping Gs of W15 up to 36%. This costs a line of memory per block: a
-/// parked G takes 208 bytes of RSS instead of 144, and spawning a million Gs into fresh memory
-/// (tests/soak.rs) faults in 64 MB more and took 1.2-1.8x as long on the 2-core VM.
+/// Asking the allocator for 64-byte alignment instead (`posix_memalign`) makes every fresh G
+/// cost a split of the chunk and two frees of its ends: spawning 100 000 Gs (W1) 16% slower,
+/// the 100 000 sleeping Gs of W15 up to 36%. This costs a line of memory per block: a parked G
+/// takes 208 bytes of RSS instead of 144, and spawning a million Gs into fresh memory
+/// (tests/soak.rs) faults in 64 MB more.
 fn raw_layout(class: u8) -> Layout {
     // CLASSES are small non-zero sizes and RAW_ALIGN a power of two.
     Layout::from_size_align(CLASSES[class as usize] + ALIGN, RAW_ALIGN).expect("valid size class")

@@ -159,6 +159,16 @@ impl<T> JoinHandle<T> {
     fn slot(&self) -> &UnsafeCell<Option<Waker>> {
         &self.header().join_waker
     }
+
+    /// Writes the join-waker slot, which is the handle's alone while `JOIN_WAKER` is clear (see
+    /// `state`: the G reads it only while the bit is set, and only the handle sets it), and
+    /// `&mut self` is the one handle.
+    fn write_slot(&mut self, w: Option<Waker>) {
+        let h = self.header();
+        assert!(!h.state.load().is_join_waker_set(), "goro: the join waker written while the G may read it");
+        // SAFETY: exclusive, as above: the bit is clear and only this handle could set it.
+        h.join_waker.with_mut(|slot| unsafe { *slot = w });
+    }
 }
 
 impl<T> Future for JoinHandle<T> {
@@ -201,14 +211,12 @@ impl<T> JoinHandle<T> {
             }
         }
         // JOIN_WAKER is clear: the slot is ours alone.
-        // SAFETY: exclusive write under the protocol.
-        this.slot().with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
-        match state.set_join_waker() {
+        this.write_slot(Some(cx.waker().clone()));
+        match this.header().state.set_join_waker() {
             Ok(()) => Poll::Pending,
             Err(_) => {
                 // Completed meanwhile; the slot is still ours: empty it.
-                // SAFETY: JOIN_WAKER is clear, so the slot is ours.
-                this.slot().with_mut(|w| unsafe { *w = None });
+                this.write_slot(None);
                 Poll::Ready(this.read_output())
             }
         }
@@ -230,9 +238,9 @@ impl<T> Drop for JoinHandle<T> {
             unsafe { (header.vtable.drop_output)(self.raw) };
         } else if prev.is_join_waker_set() {
             // We cleared JOIN_WAKER with JOIN_INTEREST: the slot is ours.
-            // SAFETY: exclusive under the protocol.
-            header.join_waker.with_mut(|w| unsafe { *w = None });
+            self.write_slot(None);
         }
+        let header = self.header();
         if header.state.ref_dec(1) {
             // SAFETY: that was the last reference.
             unsafe { (header.vtable.dealloc)(self.raw) };

@@ -21,6 +21,28 @@ use std::ptr::NonNull;
 /// A G pointer that an M or queue owns one reference of.
 pub(crate) type GPtr = NonNull<Header>;
 
+/// A new G running `future` (see [`raw::allocate`]): the G, with the run queue's reference,
+/// its `JoinHandle`, with the join reference, and whether its memory came from a free list.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn new_g<F, S: Schedule>(
+    future: F,
+    sched: &std::sync::Arc<S>,
+    global: &gfree::GlobalFree,
+    goid: u64,
+    parent: u64,
+    location: &'static std::panic::Location<'static>,
+    local: Option<&mut gfree::LocalFree>,
+) -> (GPtr, JoinHandle<F::Output>, bool)
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (g, reused) = raw::allocate(future, sched, global, goid, parent, location, local);
+    // SAFETY: `allocate` made a G whose output is `F::Output`, holding the join reference among
+    // its first ones; it is handed to the handle here, and nowhere else.
+    (g, unsafe { JoinHandle::from_raw(g) }, reused)
+}
+
 /// Runs a G popped from a run queue (Go's `execute` minus the bookkeeping): polls it, or drops
 /// its future if it was aborted, and finishes it if it is done.
 ///

@@ -18,20 +18,29 @@ fn raw(ptr: NonNull<Header>) -> RawWaker {
     RawWaker::new(ptr.as_ptr() as *const (), &VTABLE)
 }
 
+/// The G a waker's data pointer is, and its header.
+///
+/// # Safety
+/// `data` came from [`raw`], and the header stays live for `'a` (a reference is held on it).
+unsafe fn g_of<'a>(data: *const ()) -> (NonNull<Header>, &'a Header) {
+    let ptr = NonNull::new(data as *mut Header).expect("goro: a G waker without its G");
+    // SAFETY: caller contract.
+    (ptr, unsafe { ptr.as_ref() })
+}
+
 /// # Safety (all four)
 /// `data` is the header of a live G on which the waker holds a reference.
 unsafe fn clone(data: *const ()) -> RawWaker {
     // SAFETY: see above.
-    let header = unsafe { &*(data as *const Header) };
+    let (_, header) = unsafe { g_of(data) };
     header.state.ref_inc();
     RawWaker::new(data, &VTABLE)
 }
 
 unsafe fn wake(data: *const ()) {
-    // SAFETY: see above; non-null because it came from a NonNull.
-    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
-    // SAFETY: the waker's reference keeps the G alive until the transition below consumes it.
-    let header = unsafe { ptr.as_ref() };
+    // SAFETY: see above: the waker's reference keeps the G alive until the transition below
+    // consumes it.
+    let (ptr, header) = unsafe { g_of(data) };
     match header.state.transition_to_notified_by_val() {
         // The waker's reference is now the run queue's.
         // SAFETY: the waker's reference is handed over.
@@ -43,10 +52,8 @@ unsafe fn wake(data: *const ()) {
 }
 
 unsafe fn wake_by_ref(data: *const ()) {
-    // SAFETY: see above.
-    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
-    // SAFETY: the waker's reference keeps the G alive.
-    let header = unsafe { ptr.as_ref() };
+    // SAFETY: see above: the waker's reference keeps the G alive.
+    let (ptr, header) = unsafe { g_of(data) };
     if header.state.transition_to_notified_by_ref() == ToNotified::Submit {
         // SAFETY: the transition took a new reference for the run queue, handed over here.
         unsafe { Header::schedule(ptr) };
@@ -54,10 +61,8 @@ unsafe fn wake_by_ref(data: *const ()) {
 }
 
 unsafe fn drop_waker(data: *const ()) {
-    // SAFETY: see above.
-    let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
-    // SAFETY: the waker's reference keeps the G alive until released here.
-    let header = unsafe { ptr.as_ref() };
+    // SAFETY: see above: the waker's reference keeps the G alive until released here.
+    let (ptr, header) = unsafe { g_of(data) };
     if header.state.ref_dec(1) {
         // SAFETY: that was the last reference.
         unsafe { (header.vtable.dealloc)(ptr) };

@@ -18,7 +18,7 @@ use std::sync::Arc as StdArc;
 fn bubble_runtime() -> StdArc<Shared> {
     let mut c = config(1);
     c.bubble = Some(StdArc::new(Bubble::new(BubbleSpec { seed: 1, policy: Policy::Random })));
-    StdArc::new(Shared::new(c, crate::m::mstart).expect("shared"))
+    Shared::new(c, crate::m::mstart).expect("shared")
 }
 
 /// A G of the bubble parked on a foreign future (wait reason `future`: not durable) is woken by

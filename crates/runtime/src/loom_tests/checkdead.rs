@@ -31,7 +31,7 @@ use std::task::Waker;
 
 /// A runtime whose P idles and which may start no thread.
 fn quiet_runtime() -> StdArc<Shared> {
-    StdArc::new(Shared::new(super::g::config(0), crate::m::mstart).expect("shared"))
+    Shared::new(super::g::config(0), crate::m::mstart).expect("shared")
 }
 
 /// A G that ran once and parked, and its stashed waker.

@@ -55,7 +55,7 @@ pub(super) fn config(max_threads: usize) -> Config {
 /// A runtime with no M: its only P is taken, as if by an M busy elsewhere, so that `wakep`
 /// never starts a thread and the model's threads are the only actors.
 pub(super) fn shared() -> StdArc<Shared> {
-    let sh = StdArc::new(Shared::new(config(1), crate::m::mstart).expect("shared"));
+    let sh = Shared::new(config(1), crate::m::mstart).expect("shared");
     while sh.pidleget().is_some() {}
     sh
 }
@@ -595,12 +595,14 @@ fn shutdown_vs_wake(drain_before_join: bool) {
         loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         // SAFETY: no M runs, and each G comes with the list's (or the queue's) reference.
         sh.allgs.close_and_drain(|gp| unsafe { g::shutdown(gp) });
+        // SAFETY: as above, for the Gs drained from the global queue.
+        let release = |gp| unsafe { g::drop_ref(gp) };
         if drain_before_join {
-            sh.global.drain(|gp| unsafe { g::drop_ref(gp) });
+            sh.global.drain(release);
             waker.join().unwrap();
         } else {
             waker.join().unwrap();
-            sh.global.drain(|gp| unsafe { g::drop_ref(gp) });
+            sh.global.drain(release);
         }
         assert_eq!(counts.polls(), 1);
         assert!(poll_complete(&mut jh).unwrap_err().is_cancelled());

@@ -273,7 +273,7 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
     model(|| {
         let mut config = super::g::config(0);
         config.max_procs = 2;
-        let sh = StdArc::new(crate::sched::Shared::new(config, crate::m::mstart).expect("shared"));
+        let sh = crate::sched::Shared::new(config, crate::m::mstart).expect("shared");
         let counts = Counts::new();
         // A G queued on P0, whose M has let it go (a syscall that sysmon retook).
         let h = {

@@ -402,7 +402,7 @@ fn loom_timer_moves_off_a_computing_p() {
     model(|| {
         let mut config = super::g::config(1);
         config.max_procs = 2;
-        let sh = StdArc::new(Shared::new(config, crate::m::mstart).expect("shared"));
+        let sh = Shared::new(config, crate::m::mstart).expect("shared");
         while sh.pidleget().is_some() {}
         let (r1, r2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let t1 = counting(&r1, true);
