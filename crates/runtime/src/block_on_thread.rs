@@ -95,3 +95,22 @@ fn park_until_done<F: Future>(fut: F) -> F::Output {
         }
     })
 }
+
+/// `JoinHandle::join`: the blocking call is this module's.
+impl<T> crate::g::JoinHandle<T> {
+    /// Blocks the calling thread until the G finishes, and returns its result.
+    ///
+    /// For plain threads. Inside a G, `.await` the handle instead: `join` blocks the G's
+    /// thread (the runtime survives it as a blocking system call, handing the thread's P to
+    /// another M meanwhile, and reports the call site once on stderr).
+    ///
+    /// ```
+    /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    /// let h = rt.spawn(async { "done" });
+    /// assert_eq!(h.join().unwrap(), "done");
+    /// ```
+    #[track_caller]
+    pub fn join(self) -> Result<T, crate::g::JoinError> {
+        block_on_thread_for("`handle.await`", self)
+    }
+}

@@ -20,26 +20,14 @@
 //! (`catch_unwind`) is printed when the poll ends, as Rust's hook would have printed it. Panics
 //! outside goro's Gs go to the previous hook unchanged.
 
+use crate::g::origin::{keep, take_kept, Origin};
 use crate::g::JoinError;
 use std::backtrace::{Backtrace, BacktraceStatus};
-use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::panic::PanicHookInfo;
 use std::sync::Once;
 
 pub use crate::config::UnhandledPanic;
-
-/// A panic that happened inside a G's poll, as the hook saw it.
-pub(crate) struct Origin {
-    message: String,
-    location: Option<String>,
-    backtrace: Backtrace,
-}
-
-thread_local! {
-    /// The panic the hook kept for the G being polled.
-    static KEPT: RefCell<Option<Origin>> = const { RefCell::new(None) };
-}
 
 /// Whether this thread is polling a G (or dropping its future): its panics are the G's. Only
 /// the hook asks, so the poll itself pays nothing.
@@ -64,20 +52,11 @@ pub(crate) fn install_hook() {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
             let kept = in_g()
-                && KEPT
-                    .try_with(|k| {
-                        let mut k = k.borrow_mut();
-                        if k.is_some() {
-                            return false; // a second panic (in a destructor): print it now
-                        }
-                        *k = Some(Origin {
-                            message: payload_message(info.payload()),
-                            location: info.location().map(|l| l.to_string()),
-                            backtrace: Backtrace::capture(),
-                        });
-                        true
-                    })
-                    .unwrap_or(false);
+                && keep(Origin {
+                    message: payload_message(info.payload()),
+                    location: info.location().map(|l| l.to_string()),
+                    backtrace: Backtrace::capture(),
+                });
             if kept {
                 // If the G catches it itself, it is printed when the poll ends.
                 crate::coop::at_poll_end_runtime(print_caught);
@@ -115,11 +94,6 @@ pub(crate) fn print_resumed(err: &JoinError) {
         push_backtrace(&mut s, bt);
     }
     eprint!("{s}");
-}
-
-/// The panic kept for the G this thread polls, taken (the poll's `catch_unwind` caught it).
-pub(crate) fn take_kept() -> Option<Origin> {
-    KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten()
 }
 
 /// The message of a panic's payload (a `&str` or `String`; anything else is named by type).
@@ -160,11 +134,4 @@ pub(crate) fn report_unobserved(parent: u64, err: &JoinError) {
         }
     }
     eprint!("{s}");
-}
-
-impl Origin {
-    /// The panic's message.
-    pub(crate) fn message(&self) -> &str {
-        &self.message
-    }
 }

@@ -2,7 +2,7 @@
 //! process-wide queries [`max_procs`] and [`num_goroutine`].
 
 use crate::config::{self, Config, ThreadHook};
-use crate::g::{self, JoinHandle};
+use crate::g::{self, JoinError, JoinHandle};
 use crate::idle::M;
 use crate::m::{Found, MCtx};
 use crate::mains::MainState;
@@ -12,7 +12,7 @@ use crate::sched::Shared;
 use std::future::Future;
 use std::io;
 use std::panic::Location;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Waker};
@@ -881,4 +881,21 @@ pub fn can_spin() -> bool {
         let sh = &*c.shared;
         sh.allp.procs() > sh.idle.npidle() + sh.idle.nmspinning() + 1 && sh.allp[p].runq.is_empty() && !c.main_pending()
     })
+}
+
+/// Awaiting a G: a yield point, then the join, parked with Go's wait reason. (The join's
+/// protocol is `g`'s; the wait reason and the yield point are the scheduler's.)
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // A yield point, even for a G that has finished (a loop joining finished Gs must still
+        // let others run once sysmon asks); nothing is taken before it.
+        std::task::ready!(crate::coop::poll_proceed(cx));
+        let polled = self.as_mut().poll_join(cx);
+        if polled.is_pending() {
+            crate::synctest::set_wait_reason_of(crate::WaitReason::Join, self.bubble_tag());
+        }
+        polled
+    }
 }

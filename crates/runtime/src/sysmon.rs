@@ -392,11 +392,10 @@ impl Seen {
 /// poll a blocked one: asleep for at least half of each of two consecutive spans of a time
 /// slice or more.
 ///
-/// It is measured, not sampled. Taking "asleep at every look" for "asleep all along" handed off
-/// computing polls whose thread sleeps for moments now and then (CI saw it happen to main
-/// spawning 100 000 Gs; a probe of that loop finds its thread asleep in `brk` at times, behind
-/// the other threads' page faults): sysmon's looks back off to 10 ms apart, and two of them
-/// falling in such moments was enough (tests/hand_off.rs,
+/// It is measured, not sampled. Taking "asleep at every look" for "asleep all along" would hand
+/// off computing polls whose thread sleeps for moments now and then (main spawning 100 000 Gs
+/// finds its thread asleep in `brk` at times, behind the other threads' page faults): sysmon's
+/// looks back off to 10 ms apart, and two of them falling in such moments is enough (tests/hand_off.rs,
 /// `computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones`).
 /// Between two looks that find the thread asleep, Linux's accounts are settled
 /// ([`Look::Asleep`]), so the time it slept in between is exact: the time passed minus its time

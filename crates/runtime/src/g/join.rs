@@ -5,7 +5,7 @@ use super::state::Snapshot;
 use crate::loom::UnsafeCell;
 use std::any::Any;
 use std::fmt;
-use std::future::Future;
+
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::pin::Pin;
@@ -58,7 +58,7 @@ impl<T> JoinHandle<T> {
     }
 
     /// The synctest bubble of the G's runtime (0: none), for the wait reason of a join.
-    fn bubble_tag(&self) -> u64 {
+    pub(crate) fn bubble_tag(&self) -> u64 {
         #[cfg(loom)]
         if self.model.is_some() {
             // A G of `goro::model`: no runtime, no bubble.
@@ -132,22 +132,6 @@ impl<T> JoinHandle<T> {
         self.header().goid
     }
 
-    /// Blocks the calling thread until the G finishes, and returns its result.
-    ///
-    /// For plain threads. Inside a G, `.await` the handle instead: `join` blocks the G's
-    /// thread (the runtime survives it as a blocking system call, handing the thread's P to
-    /// another M meanwhile, and reports the call site once on stderr).
-    ///
-    /// ```
-    /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
-    /// let h = rt.spawn(async { "done" });
-    /// assert_eq!(h.join().unwrap(), "done");
-    /// ```
-    #[track_caller]
-    pub fn join(self) -> Result<T, JoinError> {
-        crate::block_on_thread_for("`handle.await`", self)
-    }
-
     fn read_output(&mut self) -> Result<T, JoinError> {
         let mut out: Option<Result<T, JoinError>> = None;
         // SAFETY: COMPLETE was observed with our JOIN_INTEREST set, so the output is ours; `out`
@@ -171,24 +155,10 @@ impl<T> JoinHandle<T> {
     }
 }
 
-impl<T> Future for JoinHandle<T> {
-    type Output = Result<T, JoinError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // A yield point, even for a G that has finished (a loop joining finished Gs must still
-        // let others run once sysmon asks); nothing is taken before it.
-        std::task::ready!(crate::coop::poll_proceed(cx));
-        let polled = self.as_mut().poll_join(cx);
-        if polled.is_pending() {
-            crate::synctest::set_wait_reason_of(crate::WaitReason::Join, self.bubble_tag());
-        }
-        polled
-    }
-}
-
 impl<T> JoinHandle<T> {
-    /// [`poll`](Future::poll) but for the wait reason.
-    fn poll_join(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
+    /// The join's protocol (see `state`'s `JOIN_WAKER`): the `Future` impl (in `runtime`,
+    /// which adds the yield point and the wait reason) but for the scheduler's part.
+    pub(crate) fn poll_join(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
         let this = &mut *self;
         #[cfg(loom)]
         if let Some(m) = &this.model {
@@ -277,10 +247,10 @@ enum Repr {
     Panic(Box<Panicked>),
 }
 
-/// A panic: its payload, and where it happened as goro's panic hook kept it (see `panics`).
+/// A panic: its payload, and where it happened as goro's panic hook kept it (see `origin`).
 struct Panicked {
     payload: SyncPanic,
-    origin: Option<crate::panics::Origin>,
+    origin: Option<super::origin::Origin>,
 }
 
 /// A panic payload made `Sync` by never handing out a shared reference to it.
@@ -300,12 +270,12 @@ impl JoinError {
     /// The G's panic with `payload`, just caught on this thread (which takes what goro's panic
     /// hook kept of it).
     pub(crate) fn panic(goid: u64, location: &'static Location<'static>, payload: Box<dyn Any + Send>) -> JoinError {
-        let origin = crate::panics::take_kept();
+        let origin = super::origin::take_kept();
         JoinError { goid, location, repr: Repr::Panic(Box::new(Panicked { payload: SyncPanic(payload), origin })) }
     }
 
     /// What goro's panic hook kept of the panic.
-    pub(crate) fn origin(&self) -> Option<&crate::panics::Origin> {
+    pub(crate) fn origin(&self) -> Option<&super::origin::Origin> {
         match &self.repr {
             Repr::Panic(p) => p.origin.as_ref(),
             Repr::Cancelled => None,

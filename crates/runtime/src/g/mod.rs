@@ -4,6 +4,7 @@
 pub(crate) mod allgs;
 pub(crate) mod gfree;
 mod join;
+pub(crate) mod origin;
 pub(crate) mod raw;
 pub(crate) mod state;
 pub(crate) mod waker;

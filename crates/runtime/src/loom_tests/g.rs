@@ -621,9 +621,9 @@ fn loom_g_shutdown_claim_vs_wake() {
 
 /// [`shutdown_vs_wake`] as `Runtime::shutdown` really orders it: the waker's
 /// `transition_to_notified_by_val` returns `Submit`, shutdown claims and completes the G and
-/// drains the global queue, and only then does the waker push the G. This model found that the
-/// queue reference then leaked (and with it the runtime's `Shared`); `runqput` now drains the
-/// global queue itself when it sees the shutdown flag after its push.
+/// drains the global queue, and only then does the waker push the G. The queue reference must
+/// not leak then (and with it the runtime's `Shared`): `runqput` drains the global queue itself
+/// when it sees the shutdown flag after its push.
 #[test]
 fn loom_g_shutdown_vs_foreign_wake() {
     shutdown_vs_wake(true);

@@ -350,8 +350,8 @@ fn loom_timer_waker_racing_fire() {
 }
 
 /// Not a timer's race, but the same stuck M: sysmon detaches P0 while the G stuck on it enters
-/// `goro::syscall`. Entering used to overwrite `P_DETACHED` with `P_SYSCALL`, and returning then
-/// took P0 back while the spare that replaced it stayed in use: two Ps in use with `procs` = 1.
+/// `goro::syscall`. Were entering to overwrite `P_DETACHED` with `P_SYSCALL`, returning would
+/// take P0 back while the spare that replaced it stayed in use: two Ps in use with `procs` = 1.
 /// Whichever CAS wins (the detach's or the syscall's), exactly `procs` slots end in use.
 #[test]
 fn loom_detach_races_entersyscall() {

@@ -104,8 +104,9 @@ const G_STACK_WORDS: usize = 1 << 15;
 ///   `all goroutines are asleep - deadlock!` and each G's block of the dump
 ///   ([`dump`](crate::dump): `goroutine 2 [chan send]:` and where it was created).
 /// - when main returns, the Gs still running stop, as in Go (no leak check).
-/// - `goro::net`, `goro::signal` and [`syscall`](crate::syscall) are not available: the first
-///   two are not compiled under `--cfg loom`, and `syscall` panics in a model. The `*_blocking`
+/// - `goro::net`, `goro::signal` and [`syscall`](crate::syscall) are not available: they
+///   compile under `--cfg loom`, so that a crate's binaries build for its model tests, and
+///   panic when a model uses them. The `*_blocking`
 ///   calls block the G's thread; use the async forms.
 ///
 /// Loom's knobs work as loom documents them: `LOOM_MAX_PREEMPTIONS` (unset: unbounded, which
