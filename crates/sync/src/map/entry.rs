@@ -453,7 +453,7 @@ impl<V> Reclaim for FirstSlot<V> {
         // an unwind: a second panic there (the current value's destructor) would abort.
         drop(owner);
         if let Err(payload) = dropped {
-            resume_unwind(payload); // to the collector, which contains it (`reclaim.rs`)
+            resume_unwind(payload); // to the collector, which contains it (`reclaim/epoch.rs`)
         }
     }
 }

@@ -15,7 +15,7 @@
 //!   entries and never changes; `amended` says that `dirty` holds some key that `m` lacks, and
 //!   is set in place (Go replaces the snapshot to set it). `read` is loaded without the lock; it
 //!   is only replaced with the lock held, and a replaced snapshot is retired to the epoch
-//!   collector (see `reclaim.rs`).
+//!   collector (see `reclaim/`).
 //! - `mu` guards `dirty` (a `HashMap`, or nil), `misses`, and the slab new entries are carved
 //!   from (`slab.rs`). When `dirty` exists it holds every non-expunged entry of `read.m` plus
 //!   the keys stored since the last promotion.
@@ -66,7 +66,7 @@
 //! dirty `HashMap` needs; a call back into the map from those panics instead of deadlocking
 //! (`reclaim::LockScope`). Clones happen after unlocking, keys and entries taken out of
 //! `dirty` are dropped after unlocking, and the epoch collector never runs on a thread that
-//! holds `mu` (`reclaim.rs`). See "User code the map runs" on [`Map`], and `dropping.rs` for
+//! holds `mu` (`reclaim/`). See "User code the map runs" on [`Map`], and `dropping.rs` for
 //! destructors that panic.
 //!
 //! # Memory
@@ -79,7 +79,7 @@
 //! to crossbeam-epoch, and so does replacing `read`. A load pins the thread (cheap,
 //! thread-local: inside a G's poll it only borrows the poll's pin), reads through the snapshot
 //! and clones the value before unpinning.
-//! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim.rs`).
+//! Inside a poll, retired objects are handed to crossbeam-epoch in batches (see `reclaim/epoch.rs`).
 //! Live values are dropped when the map is dropped; retired ones when the epoch advances past
 //! every thread that could still see them.
 //!
