@@ -48,7 +48,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     (
         ".",
         &["net::split", "net::stream"],
-        "a TcpStream makes its split halves, which borrow it: one type in two files, as tokio's tcp/stream.rs and \
+        "a TcpStream makes its split halves, which hold it: one type in two files, as tokio's tcp/stream.rs and \
          tcp/split.rs",
     ),
 ];
