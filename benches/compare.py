@@ -12,7 +12,7 @@ from the programs in benches/go. It installs nothing: Go is taken from $GO, `go`
 
 A Rust row listed below that the bench does not define (`cargo bench -p goro-benches --bench
 <bench> -- --list` does not show `<group>/<system>`) is skipped with a note and left blank, so
-rows that exist on one branch only (e.g. goro's map rows before goro::sync::Map merged) need no
+rows that exist on one branch only (e.g. a `--base` checkout that lacks some of goro's rows) need no
 edit here.
 
 Usage: benches/compare.sh [--rounds N] [--only W1,W4] [--no-go] [--svg FILE] [--from-log FILE]

@@ -1,4 +1,4 @@
-//! A G and a tokio task exchanging messages (issue 15, "Across executors"), side by side with
+//! A G and a tokio task exchanging messages (benches/README.md, "Across executors"), side by side with
 //! the same exchange between two tokio runtimes and between two Gs. Every row is a ping-pong:
 //! side A sends `i`, side B answers `i + 1`, A checks it; the unit is one round trip.
 //!
@@ -11,7 +11,7 @@
 //!   `#[goro::main]`) in place of a spawned G: its waker unparks the thread of `block_on`.
 //! - `tokio_tokio`: the goro runtime replaced by a tokio runtime of the same size (2 workers),
 //!   the goro channels by `tokio::sync::mpsc`: a task on it, a task on a second runtime with 1
-//!   worker. The issue's "two tokio runtimes over a tokio channel" peer.
+//!   worker: the peer of two tokio runtimes over a tokio channel.
 //! - `tokio_tokio_w2`: the same with 2 workers on the second runtime.
 //! - `goro_goro`: two Gs on the goro runtime (2 Ps) over goro channels.
 //!

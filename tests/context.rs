@@ -149,9 +149,9 @@ fn parent_finishes_child() {
         // parent -> cancel_child
         // parent -> value_child -> timer_child
         let (parent, cancel) = context::with_cancel(&Context::background());
-        let (cancel_child, _stop1) = context::with_cancel(&parent);
+        let (cancel_child, _cancel1) = context::with_cancel(&parent);
         let value_child = context::with_value(&parent, "key", "value");
-        let (timer_child, _stop2) = context::with_timeout(&value_child, Duration::from_secs(10_000 * 3600));
+        let (timer_child, _cancel2) = context::with_timeout(&value_child, Duration::from_secs(10_000 * 3600));
         for (c, n) in [(&parent, "parent"), (&cancel_child, "cancel"), (&value_child, "value"), (&timer_child, "timer")]
         {
             assert_live(c, n);

@@ -31,7 +31,7 @@ fn expect_report(case: &str) -> String {
     out.stderr[start..].to_owned()
 }
 
-/// The first case: main waits on a channel whose sender is held by a G that waits on
+/// The simplest case: main waits on a channel whose sender is held by a G that waits on
 /// another channel. `block_on` panics with the report; the dump names both waits.
 fn main_and_a_g_wait_on_each_other(procs: usize) {
     let _ = rt(procs).block_on(async {

@@ -3,8 +3,7 @@
 //! receive), nothing misjudged (a computing thread is not a blocked one), and a main that
 //! still runs while a G computes on the main thread.
 //!
-//! Each test was written against the bug it names and failed (hung, or asserted) before the
-//! fix. Bounds are generous (seconds where the mechanism takes milliseconds) and the tests that
+//! Each test names the failure it guards against (a hang, or a wrong count). Bounds are generous (seconds where the mechanism takes milliseconds) and the tests that
 //! depend on load start their own busy threads: they must pass 20 runs in a row on a loaded
 //! 2-core machine, in a debug build.
 
@@ -58,10 +57,10 @@ async fn yield_loop(stop: Arc<AtomicBool>) {
     }
 }
 
-/// Item 1: a G blocks its thread once (a misuse sysmon repairs by handing its P off), then
-/// loops on `yield_now` (Go's `Gosched` loop), as does a G on every other P. Timers armed on
-/// the P it blocked, due after the hand-off, must still fire. They used to stay in the heap of
-/// the detached P, which no busy M looked at again: main's sleep never returned.
+/// A G blocks its thread once (a misuse sysmon repairs by handing its P off), then loops on
+/// `yield_now` (Go's `Gosched` loop), as does a G on every other P. Timers armed on the P it
+/// blocked, due after the hand-off, must still fire: left in the heap of the detached P, which
+/// no busy M looks at again, main's sleep would never return.
 fn timers_fire_after_a_hand_off(procs: usize) {
     let _w = watchdog("timers_fire_after_a_hand_off", LIMIT);
     let rt = rt(procs);
@@ -106,9 +105,9 @@ fn timers_fire_after_a_hand_off_2p() {
     timers_fire_after_a_hand_off(2);
 }
 
-/// Item 2: G A sends to G B, parked in `recv`, then computes without an await. With a P idle,
-/// B must run while A still computes (Go's `ready` wakes a P, which steals B from A's
-/// `runnext`); it used to wait for A's whole computation.
+/// G A sends to G B, parked in `recv`, then computes without an await. With a P idle, B must
+/// run while A still computes (Go's `ready` wakes a P, which steals B from A's `runnext`), not
+/// wait for A's whole computation.
 #[test]
 fn a_woken_g_runs_while_its_waker_computes() {
     let _w = watchdog("a_woken_g_runs_while_its_waker_computes", LIMIT);
@@ -155,9 +154,10 @@ fn a_woken_g_runs_while_its_waker_computes() {
     });
 }
 
-/// Item 3: a G consumes a channel with the blocking iterator (a misuse inside a G, which goro
-/// reports, but one it must survive) while another G sends: every value arrives. The consumer
-/// used to hang forever, its sender stranded in the queue of the P the blocked thread held.
+/// A G consumes a channel with the blocking iterator (a misuse inside a G, which goro reports,
+/// but one it must survive) while another G sends: every value arrives. The failure guarded
+/// against: the consumer hangs forever, its sender stranded in the queue of the P the blocked
+/// thread holds.
 fn blocking_iterator_in_a_g(procs: usize, n: u64) {
     let _w = watchdog("blocking_iterator_in_a_g", LIMIT);
     let rt = rt(procs);
@@ -210,7 +210,7 @@ fn blocking_calls_on_both_ends_in_gs_1p() {
 }
 
 /// Two Gs and main run `work` at once on 2 Ps, `rounds` times; then no P may have been handed
-/// off and no thread added (item 4's rule: a computing thread is not a blocked one).
+/// off and no thread added (a computing thread is not a blocked one).
 fn assert_computing_is_not_blocked(rounds: usize, work: fn()) {
     let rt = rt(2);
     let threads_before = rt.block_on(async { goro::runtime::metrics().threads });
@@ -228,10 +228,9 @@ fn assert_computing_is_not_blocked(rounds: usize, work: fn()) {
     assert!(m.threads <= threads_before.max(m.procs) + 1, "threads were added for computing Gs: {m:?}");
 }
 
-/// Item 4: on a loaded machine, Gs (and main) that compute for hundreds of milliseconds, or
-/// whose threads the OS deschedules, are not taken for blocked ones: no P is handed off, no
-/// thread is added. They used to be, whenever Linux's schedstat lagged behind a thread that
-/// waited for a CPU.
+/// On a loaded machine, Gs (and main) that compute for hundreds of milliseconds, or whose
+/// threads the OS deschedules, are not taken for blocked ones: no P is handed off, no thread
+/// is added, even when Linux's schedstat lags behind a thread that waits for a CPU.
 #[test]
 fn computing_threads_are_not_taken_for_blocked_ones() {
     let _w = watchdog("computing_threads_are_not_taken_for_blocked_ones", LIMIT);
@@ -240,12 +239,11 @@ fn computing_threads_are_not_taken_for_blocked_ones() {
     assert_computing_is_not_blocked(3, || spin_for(300 * MS));
 }
 
-/// Item 4 again, CI's way: a poll that computes for hundreds of milliseconds but sleeps in the
-/// kernel for moments now and then (CI saw it happen to main spawning 100 000 Gs; a probe of
-/// that loop finds its thread asleep in `brk` at times, behind the other threads' page faults)
-/// is not a blocked one. It used to be, whenever two of sysmon's looks, 10 ms apart, both fell
-/// in such a moment: "asleep at every look" was taken for "asleep all along", a P was handed
-/// off and a thread added.
+/// The same, for a poll that computes for hundreds of milliseconds but sleeps in the kernel for
+/// moments now and then (main spawning 100 000 Gs does: its thread is asleep in `brk` at
+/// times, behind the other threads' page faults): it is not a blocked one, even when two of
+/// sysmon's looks, 10 ms apart, both fall in such a moment. Taking "asleep at every look" for
+/// "asleep all along" would hand a P off and add a thread.
 #[test]
 fn computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones() {
     let _w = watchdog("computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones", LIMIT);
@@ -260,9 +258,9 @@ fn computing_threads_that_sleep_for_moments_are_not_taken_for_blocked_ones() {
     });
 }
 
-/// Item 5: a G computes (no yield point) while main sleeps, at 2 Ps, wherever that G lands,
-/// the main thread included: main is a G of its own and runs on the other P. It used to run
-/// only on the thread that called `block_on`, and hang whenever the loop landed there.
+/// A G computes (no yield point) while main sleeps, at 2 Ps, wherever that G lands, the main
+/// thread included: main is a G of its own and runs on the other P. A main that ran only on
+/// the thread that called `block_on` would hang whenever the loop landed there.
 #[goro::test(max_procs = 2)]
 async fn main_sleeps_while_a_g_computes_2p() {
     let _w = watchdog("main_sleeps_while_a_g_computes_2p", LIMIT);
@@ -291,7 +289,7 @@ async fn main_sleeps_while_a_g_computes_2p() {
     }
 }
 
-/// Item 5, the part Rust cannot repair: a G that computes for over a second without a yield
+/// The part of the above Rust cannot repair: a G that computes for over a second without a yield
 /// point holds its P (goro cannot preempt it), and goro says so on stderr, once per spawn
 /// location, distinctly from "blocked". With one P, main's sleep ends only when the G does.
 #[test]
@@ -360,11 +358,11 @@ fn blocking_calls_in_gs_are_reported_once_per_call_site() {
 
 /// A G that loops on blocking calls (the blocking iterator over a busy channel) never ends
 /// its poll, and takes its P back after each call: the timers in that P's heap and the Gs in
-/// its queue used to wait for as long as the loop lasted while the other P always had work of
-/// its own (a `yield_now` loop) and never stole. main's 10 ms sleeps, when armed on that P,
-/// took up to 5 s (4 of 6 runs over a second on a loaded machine; 1 of 8 runs beside two busy
-/// threads: whether main's timers land on that P is up to the scheduler). Go preempts such a
-/// G after 10 ms; goro takes its P at its next syscall when the P's timers or Gs wait.
+/// its queue would wait for as long as the loop lasts while the other P always has work of
+/// its own (a `yield_now` loop) and never steals; main's 10 ms sleeps, when armed on that P,
+/// would take seconds (whether main's timers land on that P is up to the scheduler). Go
+/// preempts such a G after 10 ms; goro takes its P at its next syscall when the P's timers or
+/// Gs wait.
 #[test]
 fn timers_fire_while_a_g_loops_on_blocking_calls_2p() {
     let _w = watchdog("timers_fire_while_a_g_loops_on_blocking_calls_2p", LIMIT);
@@ -408,11 +406,11 @@ fn timers_fire_while_a_g_loops_on_blocking_calls_2p() {
 }
 
 /// A G blocks its thread (sysmon detaches its P and a spare P takes its place), then, in the
-/// same poll, makes a `goro::syscall`. Entering the syscall used to overwrite the detached P's
-/// status with "in a syscall": the P came back into use beside the spare that had replaced it,
-/// one P more than `max_procs`, and once both were idle the idle count exceeded `max_procs` (a
-/// debug build panicked subtracting it in `findrunnable`). Seen under valgrind, where polls are
-/// slow enough to be detached.
+/// same poll, makes a `goro::syscall`. Entering the syscall must not overwrite the detached
+/// P's status with "in a syscall": the P would come back into use beside the spare that
+/// replaced it, one P more than `max_procs`, and once both were idle the idle count would
+/// exceed `max_procs` (a debug build panics subtracting it in `findrunnable`). Polls slow
+/// enough to be detached are common under valgrind.
 fn a_syscall_after_a_blocked_poll(procs: usize) {
     let _w = watchdog("a_syscall_after_a_blocked_poll", LIMIT);
     let rt = rt(procs);

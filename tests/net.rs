@@ -632,7 +632,7 @@ fn gs_parked_on_sockets_are_dropped_cleanly() {
     }
 }
 
-// ---- Sockets whose runtime is gone (issue 12, item 7) ----
+// ---- Sockets whose runtime is gone ----
 //
 // A socket belongs to the runtime it was made on: that runtime's netpoller is what wakes a
 // waiting operation. Once the runtime is dropped nothing ever will, so every operation that

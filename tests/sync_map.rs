@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 /// included. One of them holds its pin for a long time on purpose:
 /// `a_key_whose_hash_reenters_the_map_panics_instead_of_deadlocking` panics under a map's lock,
 /// and with `RUST_BACKTRACE` set the panic hook symbolizes a backtrace while that thread is still
-/// pinned (70 ms alone, several times that on a loaded 2-core machine). The drain used to give up
-/// after 200 000 tries, which that outlasted: `a_panicking_destructor_does_not_land_in_an_unrelated_g`
-/// failed with "0 of 2000 bombs dropped" about 1 run in 300 of the test binary beside one busy
-/// loop, always with that test still running. Only a pin that is never released should fail a
-/// drain, and a minute tells the two apart.
+/// pinned (70 ms alone, several times that on a loaded 2-core machine). A drain bounded by a
+/// count of tries (200 000 is not enough) can give up while that test still runs and fail
+/// another, e.g. `a_panicking_destructor_does_not_land_in_an_unrelated_g` with "0 of 2000 bombs
+/// dropped", about 1 run in 300 beside one busy loop. Only a pin that is never released should
+/// fail a drain, and a minute tells the two apart.
 const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 
 /// Pins and flushes this thread's epoch garbage until `done` holds, or [`DRAIN_LIMIT`] passes.
@@ -589,11 +589,11 @@ fn values_replaced_in_gs_are_freed() {
     assert!(drain_epoch(|| live.load(SeqCst) == 0));
 }
 
-// ---- user code run by the map: destructors, clones, hashes (issue 12) ----
+// ---- user code run by the map: destructors, clones, hashes ----
 //
 // The map must never run user code that can call back into it while it holds its lock, and a
 // destructor that panics must surface in the caller that dropped the value, or nowhere, never in
-// an unrelated G and never as an abort. Each test below hung or aborted before the fix; the
+// an unrelated G and never as an abort. Each test below guards against a hang or an abort; the
 // watchdog turns a hang into a failure.
 
 /// The limit for one of these tests: a hang is a failure, not a stuck `cargo test`.
@@ -662,8 +662,9 @@ fn check_evictions(cache: &Arc<Cache>, evicted: &AtomicUsize, workers: u64, logs
     assert_eq!(log, all, "every eviction is recorded once");
 }
 
-/// Issue 12: a value whose `Drop` stores into the same map deadlocked the thread that ran the
-/// epoch collector while holding the map's lock (a promotion flushed the garbage under it).
+/// A value whose `Drop` stores into the same map must not deadlock the thread that runs the
+/// epoch collector: the collector never runs under the map's lock (a promotion that flushed
+/// the garbage under it would).
 #[test]
 fn eviction_recording_cache_on_threads() {
     let _w = common::watchdog("eviction_recording_cache_on_threads", USER_CODE_LIMIT);
@@ -741,7 +742,7 @@ fn bomb(dropped: &Arc<AtomicUsize>) -> Val {
     Val::Bomb(Arc::new(Bomb(dropped.clone())))
 }
 
-/// Issue 12: a replaced value's destructor runs when the epoch collector gets to it, in whatever
+/// A replaced value's destructor runs when the epoch collector gets to it, in whatever
 /// G or thread happens to collect; its panic must not land there. Gs that never touch the
 /// panicking values do loads and stores (which collect garbage) and must all finish normally,
 /// and draining the collector afterwards must not panic either.
@@ -806,8 +807,8 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
 
 /// A key's first value lives inside its entry; a store that replaces it retires it, and the
 /// epoch collector drops it later. When that destructor panics, the entry must still be freed,
-/// and with it the value it holds by then: before the fix the entry's count was never given back,
-/// so once `clear` had taken the entry out of the map, the entry and its second value leaked.
+/// and with it the value it holds by then: if the entry's count were not given back, once
+/// `clear` had taken the entry out of the map, the entry and its second value would leak.
 #[test]
 fn a_replaced_first_value_whose_destructor_panics_leaks_nothing() {
     let _w = common::watchdog("a_replaced_first_value_whose_destructor_panics_leaks_nothing", USER_CODE_LIMIT);
@@ -824,8 +825,8 @@ fn a_replaced_first_value_whose_destructor_panics_leaks_nothing() {
 
 /// `clear` drops the values that only the dirty map held itself, in the caller: every one of
 /// them is dropped even when several destructors panic, the first panic reaches the caller, and
-/// the map stays usable (no poisoned or held lock). Before the fix the first panic left the
-/// other values leaked. 32 keys, so that the bombs lie in several of the map's shards (all in
+/// the map stays usable (no poisoned or held lock), and the first panic leaks none of the other
+/// values. 32 keys, so that the bombs lie in several of the map's shards (all in
 /// one of 8: odds of 8^-31) and a panic in one shard's `clear` must not stop the others'.
 #[test]
 fn clear_drops_every_value_and_surfaces_a_destructor_panic() {
@@ -848,7 +849,7 @@ fn clear_drops_every_value_and_surfaces_a_destructor_panic() {
 }
 
 /// Dropping a map whose values' destructors panic: every value is dropped, and one panic reaches
-/// the code that dropped the map. Before the fix the second panic aborted the process. 32 keys
+/// the code that dropped the map, and a second panic does not abort the process. 32 keys
 /// in each half, so that the bombs lie in several shards (see the test above).
 #[test]
 fn dropping_a_map_with_panicking_values_panics_once() {

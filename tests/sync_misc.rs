@@ -591,7 +591,7 @@ fn semaphore_send_sync() {
     assert!(Semaphore::new(0).try_acquire(0));
 }
 
-// ---- permits of aborted and cancelled Gs (issue 12) ----
+// ---- permits of aborted and cancelled Gs ----
 
 const POOL: usize = 3;
 const JOBS: usize = 12;

@@ -252,9 +252,9 @@ fn relocking_g_cannot_starve_a_waiter(procs: usize) {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicBool::new(false));
     rt(procs).block_on(async {
-        let (m2, stop2, started2) = (m.clone(), stop.clone(), started.clone());
+        let (m2, hog_stop, started2) = (m.clone(), stop.clone(), started.clone());
         let hog = goro::go(async move {
-            while !stop2.load(SeqCst) {
+            while !hog_stop.load(SeqCst) {
                 drop(m2.lock().await);
                 started2.store(true, SeqCst);
             }

@@ -239,11 +239,11 @@ fn timers_fire_while_ps_are_in_syscalls() {
 }
 
 /// A G back from `goro::syscall` whose P was retaken gets a P again although other Gs keep
-/// every P busy (found by the mixed soak). Go queues the returning G on the global queue, which
+/// every P busy (as in the mixed soak). Go queues the returning G on the global queue, which
 /// a busy P polls every 61 ticks; goro's returning M waits with the G's poll on its stack, and a
 /// busy P hands itself to it every 61 ticks. Each P runs an unbuffered ping-pong pair that
 /// always has work; a third G makes 100 syscalls of 500 µs, many outlasting a sysmon tick. They
-/// take ~50 ms; before the fix the returning G waited seconds or forever.
+/// take ~50 ms; a returning G that only waited for an idle P would wait seconds or forever.
 #[test]
 fn a_g_back_from_syscall_gets_a_p_while_others_stay_busy() {
     let _w = watchdog("a_g_back_from_syscall_gets_a_p_while_others_stay_busy", LIMIT);

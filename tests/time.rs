@@ -503,7 +503,7 @@ fn timer_reset_earlier_and_later() {
     });
 }
 
-/// Go's TestZeroTimer (issue 44868): zero-duration timers are never missed by the scheduler.
+/// Go's TestZeroTimer (golang/go#44868): zero-duration timers are never missed by the scheduler.
 #[test]
 fn zero_timers_are_never_missed() {
     let _w = watchdog("zero_timers_are_never_missed", LIMIT);
@@ -1378,7 +1378,8 @@ fn test_chan() {
 
 /// Go's `testStopResetResult`: two 1 ms timers race in a select, 1000 Gs times 100; the loser is
 /// stopped (or reset), and when that says it was not pending, its value must be there to
-/// receive. In goro the read used to block forever: `stop` said "fired" and drained the value.
+/// receive: a `stop` that said "fired" and drained the value would leave the read blocked
+/// forever.
 fn test_stop_reset_result(test_stop: bool) {
     let _w = watchdog(if test_stop { "test_stop_result" } else { "test_reset_result" }, LIMIT);
     rt(2).block_on(async move {

@@ -6,8 +6,8 @@
 //! instead of the one compare. The five are alternated in one process, and a sample is 5 runs
 //! back to back inside one main task, as criterion's `iter_custom` runs them
 //! (`benches/common/exec.rs`). Prints the median ns per pair of each and the medians of the
-//! per-sample ratios. Written to find why goro's W9 was 1.1-1.3x tokio's: it was the test after
-//! `add`'s locked add (`settled` in `crates/sync/src/waitgroup.rs` has the figures).
+//! per-sample ratios. It shows what the test after `add`'s locked add costs, which decides
+//! W9's ratio to tokio (`settled` in `crates/sync/src/waitgroup.rs` has the figures).
 //!
 //! ```sh
 //! cargo run --release -p goro-benches --example w9_probe -- 20   # samples of each

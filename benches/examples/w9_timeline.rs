@@ -2,7 +2,7 @@
 //! task started and ended, how much of the run had two tasks computing at once (both cores
 //! hammering the one counter), and the run's cost per `add(1)`/`done()` pair. Written to see
 //! whether W9's ratio is decided by how the runtimes spread the tasks or by the cost of the
-//! contended pair itself (README, "Benchmarks").
+//! contended pair itself (benches/README.md, "Reading the rows").
 //!
 //! ```sh
 //! cargo run --release -p goro-benches --example w9_timeline -- 40   # runs of each system

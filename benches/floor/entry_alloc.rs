@@ -4,8 +4,8 @@
 //! W13's passes drop their map, so a run's allocations reuse what the previous run freed.
 //!
 //! - `inline`: the value is the key itself (dashmap's case: no entry to allocate);
-//! - `malloc`: one 32-byte allocation per key, as `sync::Map` made before 2026-12-06;
-//! - `blocks`: entries carved in order from 16-entry blocks, as a shard's slab does now.
+//! - `malloc`: one 32-byte allocation per key, as a map that allocates each entry alone does;
+//! - `blocks`: entries carved in order from 16-entry blocks, as a `sync::Map` shard's slab does.
 //!
 //! Not a cargo target; run it by hand:
 //!

@@ -8,18 +8,18 @@
 //! run is reproducible (except for the select's random choice among ready cases, which the
 //! model accepts whichever it is) and the harness can check who was woken.
 //!
-//! After every operation the real channels are compared with a sequential model of Go's
-//! channel semantics (`Model`): FIFO values, an unbuffered send completes only when a receiver
-//! takes it, close settles every waiter (receivers drain then get `None`, blocked senders get
-//! their value back), a send on a closed channel returns its value, a value handed to a receive
-//! that is then dropped goes back to the front of the channel. Values are `Val`s whose `Drop`
-//! is recorded, so the harness also checks that exactly the values the model says are dropped
-//! (unsent values of dropped send futures and of select cases that did not fire) are dropped,
-//! and at the end that every value made is accounted for exactly once.
+//! After every operation the real channels are compared with the sequential model of Go's
+//! channel semantics in [`model`] (shared with the channel property tests): the outcome of
+//! every operation and poll, who was woken, lengths and closed flags. Values are `Val`s whose
+//! `Drop` is recorded, so the harness also checks that exactly the values the model says are
+//! dropped (unsent values of dropped send futures and of select cases that did not fire) are
+//! dropped, and at the end that every value made is accounted for exactly once.
+
+mod model;
 
 use goro::chan::{Receiver, RecvToken, Select, SendToken, Sender, TryRecvError, TrySendError};
+use model::{Case, Expect, Model, RecvRes, SelOut, SendRes, WKind};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -67,323 +67,12 @@ impl Wake for Flag {
     }
 }
 
-/// One case of a select: the channel index (`None`: nil channel), and a send case's value.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Case {
-    Recv(Option<usize>),
-    Send(Option<usize>, u32),
-}
-
-/// What a select case produced.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SelOut {
-    Recv(Option<u32>),
-    Send(Result<(), u32>),
-    Default,
-}
-
 /// The output of a pending future.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Out {
     Recv(Option<u32>),
     Send(Result<(), u32>),
     Sel(Option<usize>, SelOut),
-}
-
-// ---------------------------------------------------------------------------------------------
-// The model
-// ---------------------------------------------------------------------------------------------
-
-#[derive(Debug)]
-struct MChan {
-    cap: usize,
-    buf: VecDeque<u32>,
-    closed: bool,
-    /// Waiter ids, FIFO.
-    recvq: VecDeque<usize>,
-    sendq: VecDeque<usize>,
-}
-
-#[derive(Debug, Clone)]
-enum WKind {
-    Recv(usize),
-    Send(usize, u32),
-    Sel(Vec<Case>),
-}
-
-/// What a settled waiter must return when polled.
-#[derive(Debug, Clone)]
-enum Expect {
-    Recv(Option<u32>),
-    Send(Result<(), u32>),
-    /// One of `cands` (cases on the same channel) fired with `out`.
-    Sel(Vec<usize>, SelOut),
-}
-
-#[derive(Debug)]
-struct Waiter {
-    kind: WKind,
-    done: Option<Expect>,
-    /// Settled by the current operation: its waker must have been woken.
-    must_wake: bool,
-}
-
-enum SendRes {
-    Ok,
-    Closed,
-    Full,
-}
-
-enum RecvRes {
-    Val(u32),
-    Closed,
-    Empty,
-}
-
-#[derive(Debug)]
-struct Model {
-    chans: Vec<MChan>,
-    waiters: BTreeMap<usize, Waiter>,
-    next_waiter: usize,
-    /// Values dropped unsent since the last check.
-    dropped: Vec<u32>,
-}
-
-impl Model {
-    fn unlink(&mut self, w: usize) {
-        for c in &mut self.chans {
-            c.recvq.retain(|&x| x != w);
-            c.sendq.retain(|&x| x != w);
-        }
-    }
-
-    fn settle(&mut self, w: usize, e: Expect) {
-        self.unlink(w);
-        let wt = self.waiters.get_mut(&w).unwrap();
-        assert!(wt.done.is_none());
-        wt.done = Some(e);
-        wt.must_wake = true;
-    }
-
-    /// Hands `v` to the first receiver waiting on `ch`, if any.
-    fn give_to_receiver(&mut self, ch: usize, v: u32) -> bool {
-        let Some(w) = self.chans[ch].recvq.pop_front() else { return false };
-        let e = match &self.waiters[&w].kind {
-            WKind::Recv(_) => Expect::Recv(Some(v)),
-            WKind::Sel(cases) => Expect::Sel(recv_cases_on(cases, ch), SelOut::Recv(Some(v))),
-            WKind::Send(..) => unreachable!(),
-        };
-        self.settle(w, e);
-        true
-    }
-
-    /// Takes the value of the first sender waiting on `ch`, if any.
-    fn take_from_sender(&mut self, ch: usize) -> Option<u32> {
-        let w = self.chans[ch].sendq.pop_front()?;
-        let (v, e) = match &self.waiters[&w].kind {
-            WKind::Send(_, v) => (*v, Expect::Send(Ok(()))),
-            WKind::Sel(cases) => {
-                let idx = send_cases_on(cases, ch);
-                assert_eq!(idx.len(), 1, "harness: a parked select has one send case per channel");
-                let Case::Send(_, v) = cases[idx[0]] else { unreachable!() };
-                (v, Expect::Sel(idx, SelOut::Send(Ok(()))))
-            }
-            WKind::Recv(_) => unreachable!(),
-        };
-        self.settle(w, e);
-        Some(v)
-    }
-
-    fn send(&mut self, ch: usize, v: u32) -> SendRes {
-        if self.chans[ch].closed {
-            return SendRes::Closed;
-        }
-        if self.give_to_receiver(ch, v) {
-            return SendRes::Ok;
-        }
-        let c = &mut self.chans[ch];
-        if c.buf.len() < c.cap {
-            c.buf.push_back(v);
-            return SendRes::Ok;
-        }
-        SendRes::Full
-    }
-
-    fn recv(&mut self, ch: usize) -> RecvRes {
-        if let Some(v) = self.chans[ch].buf.pop_front() {
-            if self.chans[ch].buf.len() < self.chans[ch].cap {
-                if let Some(sv) = self.take_from_sender(ch) {
-                    self.chans[ch].buf.push_back(sv);
-                }
-            }
-            return RecvRes::Val(v);
-        }
-        if let Some(v) = self.take_from_sender(ch) {
-            return RecvRes::Val(v);
-        }
-        // Closed and drained only when no value handed to a receive can still come back.
-        if self.chans[ch].closed && self.inflight(ch) == 0 {
-            return RecvRes::Closed;
-        }
-        RecvRes::Empty
-    }
-
-    /// Values handed to receives on `ch` (a receive future or a select's case) that have not
-    /// returned them yet: a dropped one gives its value back.
-    fn inflight(&self, ch: usize) -> usize {
-        self.waiters
-            .values()
-            .filter(|wt| match (&wt.kind, &wt.done) {
-                (WKind::Recv(c), Some(Expect::Recv(Some(_)))) => *c == ch,
-                (WKind::Sel(cases), Some(Expect::Sel(cands, SelOut::Recv(Some(_))))) => {
-                    cases[cands[0]] == Case::Recv(Some(ch))
-                }
-                _ => false,
-            })
-            .count()
-    }
-
-    /// Closed, empty and nothing in flight: the receivers still waiting get `None`.
-    fn release_if_drained(&mut self, ch: usize) {
-        if !self.chans[ch].closed || !self.chans[ch].buf.is_empty() || self.inflight(ch) != 0 {
-            return;
-        }
-        while let Some(w) = self.chans[ch].recvq.pop_front() {
-            let e = match &self.waiters[&w].kind {
-                WKind::Recv(_) => Expect::Recv(None),
-                WKind::Sel(cases) => Expect::Sel(recv_cases_on(cases, ch), SelOut::Recv(None)),
-                WKind::Send(..) => unreachable!(),
-            };
-            self.settle(w, e);
-        }
-    }
-
-    /// After a waiter returned or was dropped: release what its value kept waiting.
-    fn release_all_drained(&mut self) {
-        for ch in 0..self.chans.len() {
-            self.release_if_drained(ch);
-        }
-    }
-
-    fn close(&mut self, ch: usize) -> bool {
-        if self.chans[ch].closed {
-            return false;
-        }
-        self.chans[ch].closed = true;
-        // Receivers first (goro releases recvq, unless a value is in flight, then sendq; a
-        // select on both wins as a receiver).
-        self.release_if_drained(ch);
-        while let Some(w) = self.chans[ch].sendq.pop_front() {
-            let e = match &self.waiters[&w].kind {
-                WKind::Send(_, v) => Expect::Send(Err(*v)),
-                WKind::Sel(cases) => {
-                    let idx = send_cases_on(cases, ch);
-                    let Case::Send(_, v) = cases[idx[0]] else { unreachable!() };
-                    Expect::Sel(idx, SelOut::Send(Err(v)))
-                }
-                WKind::Recv(_) => unreachable!(),
-            };
-            self.settle(w, e);
-        }
-        true
-    }
-
-    /// A receive that was handed `v` is dropped: `v` goes to the next receiver or the front.
-    fn give_back(&mut self, ch: usize, v: u32) {
-        if !self.give_to_receiver(ch, v) {
-            self.chans[ch].buf.push_front(v);
-        }
-    }
-
-    fn recv_ready(&self, ch: usize) -> bool {
-        let c = &self.chans[ch];
-        !c.buf.is_empty() || !c.sendq.is_empty() || (c.closed && self.inflight(ch) == 0)
-    }
-
-    fn send_ready(&self, ch: usize) -> bool {
-        let c = &self.chans[ch];
-        c.closed || !c.recvq.is_empty() || c.buf.len() < c.cap
-    }
-
-    fn case_ready(&self, c: Case) -> bool {
-        match c {
-            Case::Recv(Some(ch)) => self.recv_ready(ch),
-            Case::Send(Some(ch), _) => self.send_ready(ch),
-            _ => false,
-        }
-    }
-
-    fn new_waiter(&mut self, kind: WKind) -> usize {
-        let w = self.next_waiter;
-        self.next_waiter += 1;
-        self.waiters.insert(w, Waiter { kind, done: None, must_wake: false });
-        self.rearm(w);
-        w
-    }
-
-    /// Queues waiter `w` on its channels (at the back).
-    fn rearm(&mut self, w: usize) {
-        let kind = self.waiters[&w].kind.clone();
-        match &kind {
-            WKind::Recv(ch) => self.chans[*ch].recvq.push_back(w),
-            WKind::Send(ch, _) => self.chans[*ch].sendq.push_back(w),
-            WKind::Sel(cases) => {
-                for c in cases {
-                    // One entry per channel and direction: a peer that takes one of the
-                    // select's sudogs wins the select, and the others are skipped.
-                    match *c {
-                        Case::Recv(Some(ch)) if !self.chans[ch].recvq.contains(&w) => self.chans[ch].recvq.push_back(w),
-                        Case::Send(Some(ch), _) if !self.chans[ch].sendq.contains(&w) => {
-                            self.chans[ch].sendq.push_back(w)
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-    }
-
-    /// The values of the send cases of `cases` other than `except`: dropped with the select.
-    fn drop_send_values(&mut self, cases: &[Case], except: Option<usize>) {
-        for (i, c) in cases.iter().enumerate() {
-            if let Case::Send(_, v) = c {
-                if Some(i) != except {
-                    self.dropped.push(*v);
-                }
-            }
-        }
-    }
-
-    /// A pending future is dropped.
-    fn drop_waiter(&mut self, w: usize) {
-        let wt = self.waiters.remove(&w).unwrap();
-        self.unlink(w);
-        match (wt.kind, wt.done) {
-            (WKind::Recv(ch), Some(Expect::Recv(Some(v)))) => self.give_back(ch, v),
-            (WKind::Recv(_), _) => {}
-            (WKind::Send(_, v), None | Some(Expect::Send(Err(_)))) => self.dropped.push(v),
-            (WKind::Send(..), _) => {}
-            (WKind::Sel(cases), None) => self.drop_send_values(&cases, None),
-            (WKind::Sel(cases), Some(Expect::Sel(cands, out))) => match out {
-                SelOut::Recv(Some(v)) => {
-                    let Case::Recv(Some(ch)) = cases[cands[0]] else { unreachable!() };
-                    self.drop_send_values(&cases, None);
-                    self.give_back(ch, v);
-                }
-                SelOut::Send(Ok(())) => self.drop_send_values(&cases, Some(cands[0])),
-                _ => self.drop_send_values(&cases, None),
-            },
-            (k, d) => unreachable!("{k:?} {d:?}"),
-        }
-    }
-}
-
-fn recv_cases_on(cases: &[Case], ch: usize) -> Vec<usize> {
-    (0..cases.len()).filter(|&i| cases[i] == Case::Recv(Some(ch))).collect()
-}
-
-fn send_cases_on(cases: &[Case], ch: usize) -> Vec<usize> {
-    (0..cases.len()).filter(|&i| matches!(cases[i], Case::Send(Some(c), _) if c == ch)).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -630,12 +319,11 @@ impl<'a> Harness<'a> {
                     _ => false,
                 };
                 check!(self, ok, "waiter {w}: got {out:?}, model expects {e:?}");
-                let wt = self.model.waiters.remove(&w).unwrap();
+                let wt = self.model.complete(w);
                 if let (WKind::Sel(cases), Out::Sel(Some(i), b)) = (&wt.kind, out) {
                     let except = matches!(b, SelOut::Send(_)).then_some(i);
                     self.model.drop_send_values(cases, except);
                 }
-                self.model.release_all_drained();
                 self.pending.remove(idx);
                 self.took(out);
             }
@@ -821,8 +509,7 @@ impl<'a> Harness<'a> {
                 match r {
                     Poll::Ready(Out::Sel(Some(k), out)) => {
                         self.check_fired(&cases, k, out);
-                        self.model.waiters.remove(&w);
-                        self.model.release_all_drained();
+                        self.model.complete(w);
                         self.pending.remove(idx);
                         self.took(Out::Sel(Some(k), out));
                     }
@@ -940,21 +627,7 @@ pub fn run(data: &[u8], profile: Profile) {
     let caps: Vec<usize> = (0..nchans).map(|i| usize::from(conf >> (2 * i)) & 3).collect();
     let (txs, rxs): (Vec<Sender<Val>>, Vec<Receiver<Val>>) = caps.iter().map(|&c| goro::chan::<Val>(c)).unzip();
     take_dropped();
-    let model = Model {
-        chans: caps
-            .iter()
-            .map(|&cap| MChan {
-                cap,
-                buf: VecDeque::new(),
-                closed: false,
-                recvq: VecDeque::new(),
-                sendq: VecDeque::new(),
-            })
-            .collect(),
-        waiters: BTreeMap::new(),
-        next_waiter: 0,
-        dropped: Vec::new(),
-    };
+    let model = Model::new(&caps);
     let mut h = Harness {
         txs: &txs,
         rxs: &rxs,

@@ -1,4 +1,4 @@
-//! Helpers of the channel tests (`chan.rs`, `chan_select.rs`, and `chan_prop.rs` of the member
+//! Helpers of the channel tests (`chan*.rs`, `select*.rs`, and `chan_prop.rs` of the member
 //! goro-extra-tests in `tests/extra`): counting wakers, polling by hand, a signal when a G
 //! parks, values that count their drops.
 
@@ -130,7 +130,7 @@ pub fn assert_exactly_once(got: impl IntoIterator<Item = u64>, n: u64) {
     assert_eq!(sum, n * (n - 1) / 2);
 }
 
-// ---- the ping-pong of tests/chan.rs and tests/extra's tokio_interop.rs: goro channels between
+// ---- the ping-pong of tests/chan_mpmc.rs and tests/extra's tokio_interop.rs: goro channels between
 // two sides, whatever runs each (Gs, plain threads, tokio tasks) ----
 
 /// Round trips of a ping-pong.

@@ -1,7 +1,7 @@
 //! The helpers of goro's integration tests: `mod common;` in a file of `tests/`, and
 //! `#[path = "../../common/mod.rs"] mod common;` in one of the member goro-extra-tests
 //! (`tests/extra`). The channel tests' own helpers are in [`chan`], those of tests that re-run
-//! their binary in a child process in [`child`].
+//! their binary in a child process in [`child`], the soak tests' in [`soak`].
 //!
 //! Some tests synchronize with the tiny primitives below rather than with goro's channels and
 //! sync types: they are built on std only, so a bug in goro cannot hide a bug in them. Nothing
@@ -24,6 +24,7 @@ pub const HANG: Duration = Duration::from_secs(30);
 
 pub mod chan;
 pub mod child;
+pub mod soak;
 mod watchdog;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use watchdog::{watchdog_for as watchdog, Watchdog};

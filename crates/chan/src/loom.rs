@@ -80,7 +80,8 @@ impl RawLock {
     /// the fight (Linux rounds the 10 µs up to its timer slack, about 60 µs), and the other M
     /// runs a burst of operations on a line it keeps. Measured on W6 (4+4 Gs, cap 128, 2 Ps):
     /// parking_lot's mutex 97 ns/msg; a lock that spins on read 130; backoff then
-    /// `yield_now` 16–20; this 15, with W7 (cap 0) 76 → 67. kanal's lock makes the same choice
+    /// `yield_now` 16–20; backoff then sleep (this) 15. On W7 (cap 0): `yield_now` 76, sleep
+    /// 67. kanal's lock makes the same choice
     /// (it sleeps 1 ms). The cost is latency for the sleeping M's other Gs, bounded by one
     /// sleep per contended acquisition, and only when the lock is really fought over.
     #[cfg(not(loom))]

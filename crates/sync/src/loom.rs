@@ -12,7 +12,7 @@ pub(crate) use std::sync::atomic::AtomicPtr;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
 
-/// Only the loom stand-in of the map's reclaimer (`map/reclaim.rs`) fences.
+/// Only the loom stand-in of the map's reclaimer (`map/reclaim/model.rs`) fences.
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::fence;
 
@@ -26,7 +26,7 @@ pub(crate) use std::sync::Arc;
 
 /// A cell loom does not track, for memory that is borrowed beyond a closure (a map entry's inline
 /// value slot, read by reference for as long as an epoch guard lives, like a boxed slot): the
-/// model checks its accesses by other means (the slot's `Tracked`, see `map/reclaim.rs`).
+/// model checks its accesses by other means (the slot's `Tracked`, see `map/reclaim/tracked.rs`).
 pub(crate) use std::cell::UnsafeCell as UntrackedUnsafeCell;
 
 /// `UnsafeCell` with loom's closure API, and a mutex whose `lock` cannot fail (`const fn new`

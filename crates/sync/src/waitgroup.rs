@@ -73,9 +73,9 @@ fn waiters(state: u64) -> u32 {
 /// Why one compare: measured, not derived. W9 is an `add(1)` and a `done()` on one contended
 /// cache line, four Gs on two Ps, with main waiting throughout. `benches/examples/w9_probe.rs`
 /// runs it beside the same Gs doing bare locked adds on a counter of their own, in one process
-/// (2-vCPU VM, 2026-12-06, three processes of 12 samples each, goro / bare): the add before this
-/// test, which called `add_slow` on every increment while a waiter was counted, 1.25-1.31x; Go's
-/// tests inlined here instead, 1.28-1.44x; this test, 0.98-1.16x. The same Go tests after the
+/// (2-vCPU VM, 2026-12-06, three processes of 12 samples each, goro / bare): an `add` that calls
+/// `add_slow` on every increment while a waiter is counted, 1.25-1.31x; Go's tests inlined here
+/// instead, 1.28-1.44x; this test, 0.98-1.16x. The same Go tests after the
 /// bare adds cost 1.02-1.07x, so what made the difference is not simply the instructions the
 /// tests add; this VM exposes no hardware counters to say more.
 #[inline(always)]

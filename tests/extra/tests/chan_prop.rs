@@ -2,8 +2,9 @@
 //!
 //! 1. Random sequences of non-blocking operations (`try_send`, `try_recv`, `close`, a
 //!    non-blocking `select!`) and of hand-polled `send`/`recv` futures (parked, polled again,
-//!    dropped: cancellation) on 1-3 channels with capacities 0..4, against a sequential model:
-//!    a FIFO buffer per channel, FIFO queues of waiting receivers and senders, a closed flag.
+//!    dropped: cancellation) on 1-3 channels with capacities 0..4, against the sequential
+//!    model of Go's channels the fuzz targets use (fuzz/src/model.rs): a FIFO buffer per
+//!    channel, FIFO queues of waiting receivers and senders, a closed flag.
 //!    After each step `len`/`is_closed` must agree, and every future the model says was
 //!    completed must have been woken.
 //! 2. Random interleavings of blocking operations from several threads (3 senders, 2
@@ -12,18 +13,23 @@
 
 #[path = "../../common/mod.rs"]
 mod common;
+// The model the fuzz targets check the channels against (their select waiters and record of
+// dropped values are not used here).
+#[path = "../../../fuzz/src/model.rs"]
+#[allow(dead_code)]
+mod model;
 
 use common::chan::*;
 use goro::chan::futures::{Recv, Send};
 use goro::chan::{Receiver, SendError, Sender, TryRecvError, TrySendError};
+use model::{Expect, Model, RecvRes, SendRes, WKind};
 use proptest::prelude::*;
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 
 // ---------------------------------------------------------------------------------------------
-// 1. The sequential model
+// 1. Against the sequential model
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone)]
@@ -56,148 +62,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum PState {
-    RecvWaiting,
-    RecvGot(u32),
-    RecvClosed,
-    SendWaiting(u32),
-    SendDone,
-    SendClosed(u32),
-}
-
-impl PState {
-    fn settled(self) -> bool {
-        !matches!(self, PState::RecvWaiting | PState::SendWaiting(_))
-    }
-}
-
-struct MChan {
-    cap: usize,
-    buf: VecDeque<u32>,
-    closed: bool,
-    /// Ids of waiting receive/send futures, in arrival order.
-    recvq: VecDeque<usize>,
-    sendq: VecDeque<usize>,
-}
-
-#[derive(Default)]
-struct Model {
-    chans: Vec<MChan>,
-    /// Future id -> (channel, state); `None` once gone.
-    futs: Vec<Option<(usize, PState)>>,
-}
-
-impl Model {
-    fn state(&mut self, id: usize) -> &mut PState {
-        &mut self.futs[id].as_mut().expect("live future").1
-    }
-
-    fn try_send(&mut self, c: usize, v: u32) -> Result<(), TrySendError<u32>> {
-        if self.chans[c].closed {
-            return Err(TrySendError::Closed(v));
-        }
-        if let Some(id) = self.chans[c].recvq.pop_front() {
-            *self.state(id) = PState::RecvGot(v);
-            return Ok(());
-        }
-        let ch = &mut self.chans[c];
-        if ch.buf.len() < ch.cap {
-            ch.buf.push_back(v);
-            return Ok(());
-        }
-        Err(TrySendError::Full(v))
-    }
-
-    fn try_recv(&mut self, c: usize) -> Result<u32, TryRecvError> {
-        if let Some(v) = self.chans[c].buf.pop_front() {
-            let ch = &self.chans[c];
-            if ch.buf.len() < ch.cap {
-                if let Some(id) = self.chans[c].sendq.pop_front() {
-                    let PState::SendWaiting(sv) = *self.state(id) else { unreachable!() };
-                    *self.state(id) = PState::SendDone;
-                    self.chans[c].buf.push_back(sv);
-                }
-            }
-            return Ok(v);
-        }
-        if let Some(id) = self.chans[c].sendq.pop_front() {
-            let PState::SendWaiting(sv) = *self.state(id) else { unreachable!() };
-            *self.state(id) = PState::SendDone;
-            return Ok(sv);
-        }
-        // A closed channel is drained only when no handed value can still come back.
-        if self.chans[c].closed && self.inflight(c) == 0 {
-            Err(TryRecvError::Closed)
-        } else {
-            Err(TryRecvError::Empty)
-        }
-    }
-
-    /// Values handed to receive futures of `c` that have not returned them: a dropped one
-    /// gives its value back.
-    fn inflight(&self, c: usize) -> usize {
-        self.futs.iter().flatten().filter(|(fc, st)| *fc == c && matches!(st, PState::RecvGot(_))).count()
-    }
-
-    /// Closed, empty and nothing in flight: the receivers still waiting get `None`.
-    fn release_if_drained(&mut self, c: usize) {
-        if self.chans[c].closed && self.chans[c].buf.is_empty() && self.inflight(c) == 0 {
-            for id in std::mem::take(&mut self.chans[c].recvq) {
-                *self.state(id) = PState::RecvClosed;
-            }
-        }
-    }
-
-    /// A future returned its outcome (and is gone).
-    fn returned(&mut self, id: usize) {
-        let (c, _) = self.futs[id].take().expect("live future");
-        self.release_if_drained(c);
-    }
-
-    fn close(&mut self, c: usize) -> bool {
-        if self.chans[c].closed {
-            return false;
-        }
-        self.chans[c].closed = true;
-        for id in std::mem::take(&mut self.chans[c].sendq) {
-            let PState::SendWaiting(v) = *self.state(id) else { unreachable!() };
-            *self.state(id) = PState::SendClosed(v);
-        }
-        // Receivers wait while a handed value may still come back.
-        self.release_if_drained(c);
-        true
-    }
-
-    fn recv_ready(&self, c: usize) -> bool {
-        let ch = &self.chans[c];
-        !ch.buf.is_empty() || !ch.sendq.is_empty() || (ch.closed && self.inflight(c) == 0)
-    }
-
-    fn send_ready(&self, c: usize) -> bool {
-        let ch = &self.chans[c];
-        ch.closed || !ch.recvq.is_empty() || ch.buf.len() < ch.cap
-    }
-
-    /// A kept future is dropped.
-    fn drop_fut(&mut self, id: usize) {
-        let (c, st) = self.futs[id].take().expect("live future");
-        match st {
-            PState::RecvWaiting => self.chans[c].recvq.retain(|&x| x != id),
-            PState::SendWaiting(_) => self.chans[c].sendq.retain(|&x| x != id),
-            PState::RecvGot(v) => {
-                // Given back: to the next waiting receiver, else the front of the buffer.
-                if let Some(next) = self.chans[c].recvq.pop_front() {
-                    *self.state(next) = PState::RecvGot(v);
-                } else {
-                    self.chans[c].buf.push_front(v);
-                }
-            }
-            PState::RecvClosed | PState::SendDone | PState::SendClosed(_) => {}
-        }
-    }
-}
-
 enum RealFut<'a> {
     Recv(Pin<Box<Recv<'a, u32>>>),
     Send(Pin<Box<Send<'a, u32>>>),
@@ -217,40 +81,36 @@ impl RealFut<'_> {
     }
 }
 
-/// What a kept future's poll must return in model state `st` (`None`: pending).
-fn expected_poll(st: PState) -> Option<Result<Option<u32>, Result<(), u32>>> {
-    match st {
-        PState::RecvWaiting | PState::SendWaiting(_) => None,
-        PState::RecvGot(v) => Some(Ok(Some(v))),
-        PState::RecvClosed => Some(Ok(None)),
-        PState::SendDone => Some(Err(Ok(()))),
-        PState::SendClosed(v) => Some(Err(Err(v))),
+/// What a completed future returned, in the model's terms.
+fn outcome(out: Out) -> Expect {
+    match out {
+        Out::Recv(v) => Expect::Recv(v),
+        Out::Send(r) => Expect::Send(r.map_err(|e| e.0)),
     }
 }
 
-fn actual(out: Out) -> Result<Option<u32>, Result<(), u32>> {
-    match out {
-        Out::Recv(v) => Ok(v),
-        Out::Send(r) => Err(r.map_err(|e| e.0)),
+/// `Model::send` as `try_send` reports it.
+fn try_send(m: &mut Model, c: usize, v: u32) -> Result<(), TrySendError<u32>> {
+    match m.send(c, v) {
+        SendRes::Ok => Ok(()),
+        SendRes::Closed => Err(TrySendError::Closed(v)),
+        SendRes::Full => Err(TrySendError::Full(v)),
+    }
+}
+
+/// `Model::recv` as `try_recv` reports it.
+fn try_recv(m: &mut Model, c: usize) -> Result<u32, TryRecvError> {
+    match m.recv(c) {
+        RecvRes::Val(v) => Ok(v),
+        RecvRes::Closed => Err(TryRecvError::Closed),
+        RecvRes::Empty => Err(TryRecvError::Empty),
     }
 }
 
 fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let chans: Vec<(Sender<u32>, Receiver<u32>)> = caps.iter().map(|&c| goro::chan(c)).collect();
     let n = chans.len();
-    let mut m = Model {
-        chans: caps
-            .iter()
-            .map(|&cap| MChan {
-                cap,
-                buf: VecDeque::new(),
-                closed: false,
-                recvq: VecDeque::new(),
-                sendq: VecDeque::new(),
-            })
-            .collect(),
-        futs: Vec::new(),
-    };
+    let mut m = Model::new(&caps);
     // Kept futures: (model id, future, waker, wake counter).
     let mut kept: Vec<(usize, RealFut<'_>, Waker, Arc<CountWake>)> = Vec::new();
     let mut next_value = 0u32;
@@ -265,12 +125,12 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let c = c % n;
                 let v = fresh();
                 let got = chans[c].0.try_send(v);
-                let want = m.try_send(c, v);
+                let want = try_send(&mut m, c, v);
                 prop_assert_eq!(got, want, "step {}: try_send on {}", step, c);
             }
             Op::TryRecv(c) => {
                 let c = c % n;
-                prop_assert_eq!(chans[c].1.try_recv(), m.try_recv(c), "step {}: try_recv on {}", step, c);
+                prop_assert_eq!(chans[c].1.try_recv(), try_recv(&mut m, c), "step {}: try_recv on {}", step, c);
             }
             Op::Close(c) => {
                 let c = c % n;
@@ -281,16 +141,14 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let (w, count) = counting_waker();
                 let mut f = RealFut::Recv(Box::pin(chans[c].1.recv()));
                 let got = f.poll(&w);
-                match m.try_recv(c) {
+                match try_recv(&mut m, c) {
                     Ok(v) => prop_assert!(matches!(got, Poll::Ready(Out::Recv(Some(x))) if x == v), "step {}", step),
                     Err(TryRecvError::Closed) => {
                         prop_assert!(matches!(got, Poll::Ready(Out::Recv(None))), "step {}", step)
                     }
                     Err(TryRecvError::Empty) => {
                         prop_assert!(got.is_pending(), "step {}: recv on {} should wait", step, c);
-                        let id = m.futs.len();
-                        m.futs.push(Some((c, PState::RecvWaiting)));
-                        m.chans[c].recvq.push_back(id);
+                        let id = m.new_waiter(WKind::Recv(c));
                         kept.push((id, f, w, count));
                     }
                 }
@@ -301,7 +159,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let (w, count) = counting_waker();
                 let mut f = RealFut::Send(Box::pin(chans[c].0.send(v)));
                 let got = f.poll(&w);
-                match m.try_send(c, v) {
+                match try_send(&mut m, c, v) {
                     Ok(()) => prop_assert!(matches!(got, Poll::Ready(Out::Send(Ok(())))), "step {}", step),
                     Err(TrySendError::Closed(v)) => {
                         prop_assert!(
@@ -312,9 +170,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                     Err(TrySendError::Full(v)) => {
                         prop_assert!(got.is_pending(), "step {}: send on {} should wait", step, c);
-                        let id = m.futs.len();
-                        m.futs.push(Some((c, PState::SendWaiting(v))));
-                        m.chans[c].sendq.push_back(id);
+                        let id = m.new_waiter(WKind::Send(c, v));
                         kept.push((id, f, w, count));
                     }
                 }
@@ -325,12 +181,11 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 let i = i % kept.len();
                 let (id, f, w, _) = &mut kept[i];
-                let st = m.futs[*id].expect("live").1;
-                match (f.poll(w), expected_poll(st)) {
+                match (f.poll(w), m.waiters[id].done.clone()) {
                     (Poll::Pending, None) => {}
                     (Poll::Ready(out), Some(want)) => {
-                        prop_assert_eq!(actual(out), want, "step {}: future {} in state {:?}", step, id, st);
-                        m.returned(*id);
+                        prop_assert_eq!(outcome(out), want, "step {}: future {}", step, id);
+                        m.complete(*id);
                         kept.remove(i);
                     }
                     (got, want) => {
@@ -352,7 +207,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let i = i % kept.len();
                 let (id, f, _, _) = kept.remove(i);
                 drop(f);
-                m.drop_fut(id);
+                m.drop_waiter(id);
             }
             Op::Select(a, b) => {
                 let (a, b) = (a % n, b % n);
@@ -367,7 +222,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     None => prop_assert!(!ra && !sb, "step {}: default taken but recv {} send {} ready", step, ra, sb),
                     Some(Ok(got)) => {
                         prop_assert!(ra, "step {}: the recv case fired but was not ready", step);
-                        let want = match m.try_recv(a) {
+                        let want = match try_recv(&mut m, a) {
                             Ok(v) => Some(v),
                             Err(TryRecvError::Closed) => None,
                             Err(TryRecvError::Empty) => unreachable!(),
@@ -376,7 +231,7 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                     Some(Err(r)) => {
                         prop_assert!(sb, "step {}: the send case fired but was not ready", step);
-                        let want = match m.try_send(b, v) {
+                        let want = match try_send(&mut m, b, v) {
                             Ok(()) => Ok(()),
                             Err(TrySendError::Closed(v)) => Err(SendError(v)),
                             Err(TrySendError::Full(_)) => unreachable!(),
@@ -395,9 +250,14 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
             prop_assert_eq!(tx.capacity(), m.chans[c].cap);
         }
         for (id, _, _, count) in &kept {
-            let st = m.futs[*id].expect("live").1;
-            if st.settled() {
-                prop_assert!(count.count() > 0, "step {}: future {} is {:?} but was never woken", step, id, st);
+            if let Some(done) = &m.waiters[id].done {
+                prop_assert!(
+                    count.count() > 0,
+                    "step {}: future {} is done ({:?}) but was never woken",
+                    step,
+                    id,
+                    done
+                );
             }
         }
     }
@@ -407,12 +267,12 @@ fn run_model(caps: Vec<usize>, ops: Vec<Op>) -> Result<(), TestCaseError> {
     while !kept.is_empty() {
         let (id, f, _, _) = kept.remove(0);
         drop(f);
-        m.drop_fut(id);
+        m.drop_waiter(id);
     }
     for (c, (tx, rx)) in chans.iter().enumerate() {
         prop_assert_eq!(tx.close(), m.close(c));
         loop {
-            let want = m.try_recv(c);
+            let want = try_recv(&mut m, c);
             prop_assert_eq!(rx.try_recv(), want, "final drain of {}", c);
             if want.is_err() {
                 break;

@@ -1,8 +1,9 @@
 //! goro beside tokio: goro's channels used by tokio tasks (a `Receiver` as a `Stream`, ping-pong
 //! on both tokio schedulers and between a G and a tokio task), the deadlock check that a tokio
-//! task able to send keeps quiet, and the ad hoc W10 timing against tokio's Mutex. Gathered
-//! from `tests/chan.rs`, `tests/deadlock.rs` and `tests/sync_mutex.rs` into the member that may
-//! depend on tokio, so that the facade's own tests, and a build of goro, do not.
+//! task able to send keeps quiet, and the ad hoc W10 timing against tokio's Mutex. They are in
+//! the member that may depend on tokio, so that the facade's own tests, and a build of goro, do
+//! not; their tokio-free neighbours are in `tests/chan.rs`, `tests/chan_mpmc.rs`,
+//! `tests/deadlock.rs` and `tests/sync_mutex.rs`.
 //!
 //! Tokio inside Gs (through the thread hooks) is in `thread_hooks.rs`.
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
-// Channels on tokio (from tests/chan.rs)
+// Channels on tokio (on Gs and plain threads: tests/chan_mpmc.rs)
 // ---------------------------------------------------------------------------------------------
 
 fn next<T>(rx: &mut Receiver<T>) -> impl Future<Output = Option<T>> + '_ {

@@ -1,7 +1,7 @@
 //! Map: loads, stores, deletes and the CAS family racing a promotion (`dirty` becoming `read`)
 //! and a dirty-map rebuild (nil entries being expunged). Every model checks the map's
 //! invariants (`Map::check_invariants`, valid at any moment because it holds the lock) and the
-//! linearizable outcome. Under loom the map's reclamation is the stand-in of `map/reclaim.rs`: a
+//! linearizable outcome. Under loom the map's reclamation is the stand-in of `map/reclaim/model.rs`: a
 //! read of a value or snapshot that EBR could already have freed, or that does not
 //! happen-after its publication, fails the model.
 //!

@@ -2,7 +2,8 @@
 //! moment (from unit tests and from inside loom models), and the read/dirty state.
 
 use super::entry::EntryRef;
-use super::{Map, Shard};
+use super::shard::Shard;
+use super::Map;
 use std::hash::{BuildHasher, Hash};
 
 impl<K, V, S> Shard<K, V, S>

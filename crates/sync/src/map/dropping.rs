@@ -6,7 +6,7 @@
 //! from running (a plain `HashMap` drop would leak them), two panics never meet (which would
 //! abort the process), and the first panic is resumed in the caller once everything is dropped,
 //! with the map consistent. Objects retired to the epoch collector are dropped by it instead,
-//! where a panic is contained (`reclaim.rs`).
+//! where a panic is contained (`reclaim/epoch.rs`).
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

@@ -134,7 +134,7 @@ pub(super) struct Entry<V> {
     refs: AtomicUsize,
     /// The block the entry was carved from, of which it owns one count (`slab.rs`), given back
     /// when the entry is dropped.
-    block: NonNull<Block<V>>,
+    block: NonNull<Block<Entry<V>>>,
     /// The first value's slot. Initialized by `carve`; it holds a live value while `p` points at
     /// it, and after that until the [`FirstSlot`] retired for it is collected. Written only
     /// through the cell's pointer, by whoever drops that value, once; otherwise only read.
@@ -453,7 +453,7 @@ impl<V> Reclaim for FirstSlot<V> {
         // an unwind: a second panic there (the current value's destructor) would abort.
         drop(owner);
         if let Err(payload) = dropped {
-            resume_unwind(payload); // to the collector, which contains it (`reclaim.rs`)
+            resume_unwind(payload); // to the collector, which contains it (`reclaim/epoch.rs`)
         }
     }
 }
@@ -476,7 +476,7 @@ unsafe impl<V> Sync for EntryRef<V> where Entry<V>: Send + Sync {}
 impl<V> EntryRef<V> {
     /// A new entry holding `value` in its inline slot, carved from `slab` (the shard's, under
     /// its lock). The only way to make an entry: every entry lives behind `EntryRef`s.
-    pub(super) fn carve(slab: &mut Slab<V>, value: V) -> EntryRef<V> {
+    pub(super) fn carve(slab: &mut Slab<Entry<V>>, value: V) -> EntryRef<V> {
         let ptr = slab.carve(|block| Entry {
             p: AtomicPtr::new(ptr::null_mut()),
             refs: AtomicUsize::new(1), // this reference
@@ -518,7 +518,7 @@ impl<V> EntryRef<V> {
     #[cold]
     fn drop_entry(&mut self) {
         /// Gives the count back when dropped.
-        struct Release<V>(NonNull<Block<V>>);
+        struct Release<V>(NonNull<Block<Entry<V>>>);
         impl<V> Drop for Release<V> {
             fn drop(&mut self) {
                 // SAFETY: the entry owned this count, and is dropped (or being unwound out of)

@@ -1,7 +1,7 @@
 //! How the map hashes its keys: with the `S` it was given, except for the default `S =
 //! RandomState` with an integer key type, which gets a fast keyed hash of its own.
 //!
-//! std's `RandomState` is SipHash-1-3: for a `u64` key it was about a third of a `load` (five
+//! std's `RandomState` is SipHash-1-3: for a `u64` key it is about a third of a `load` (five
 //! SipRounds on one dependency chain, measured with perf on W11). Go hashes its map keys with
 //! a keyed AES or multiply-mix hash, and hashbrown's own default is foldhash, a keyed *folded
 //! multiply* (the 128-bit product of two words, its halves XORed): both are fast, randomly
@@ -95,9 +95,9 @@ impl<K: 'static, S: BuildHasher + 'static> Hashing<K, S> {
 }
 
 /// The fast keyed hash's state. A type of its own, so that a key's `Hash` instantiated for it
-/// is a few instructions: instantiated for an enum of this and `S`'s hasher (as this module had
-/// while the tables were `HashMap`s and needed one `Hasher` type), the compiler kept
-/// `<u64 as Hash>::hash` a call (3.6% of a load in W11, seen with perf).
+/// is a few instructions: instantiated for an enum of this and `S`'s hasher (one `Hasher` type,
+/// as a `HashMap` would need), the compiler keeps `<u64 as Hash>::hash` a call (3.6% of a load
+/// in W11, seen with perf).
 struct Fast {
     acc: u64,
     seed: u64,

@@ -5,7 +5,7 @@
 
 use super::dropping::DropAll;
 use super::hash::{shard_of, Hashing};
-use super::Shard;
+use super::shard::Shard;
 use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;

@@ -1,6 +1,9 @@
 //! Where entries live: [`Block`]s of up to 16 entries ([`block_len`]: as many as fit in 512
 //! bytes), handed out in order by each shard's [`Slab`] under the shard's lock.
 //!
+//! A block holds any `T`: the map's is `Entry<V>` (`entry.rs`), which names the block it was
+//! carved from. So the entry knows its slab, and the slab nothing of entries.
+//!
 //! # Why not one allocation per entry
 //!
 //! A new key needs an entry (Go's `newEntry`, one object per key). With one `malloc` per entry,
@@ -9,7 +12,7 @@
 //! cache miss inside `malloc` (reading the free chunk's link) and another when it is written.
 //! `benches/floor/entry_alloc.rs` puts 500 000 new keys into 8 hash tables, dropped between
 //! runs: with no entry at all 57-78 ns per key, with one `malloc` per entry 85-117, with entries
-//! carved in order from 16-entry blocks 62-70 (medians of three runs, 2026-12-06). Go's
+//! carved in order from 16-entry blocks 62-70 (medians of three runs). Go's
 //! allocator carves objects from a span in address order, too. So a shard carves its entries
 //! from a block, one after the other, and allocates a block per [`block_len`] new keys. The block
 //! memory is also what makes dropping a large map cheaper: its entries are freed a block at a
@@ -34,19 +37,18 @@
 //!   (`clear` included): at most 16 entries' room, about 520 bytes for a `u64` value, so 4 KiB
 //!   for the 8 shards of a map on 2 CPUs and 33 KiB for 64 shards. Entries of 512 bytes or more
 //!   get a block each, so a large value never pays for 15 unused neighbours;
-//! - every [`block_len`]-th new key allocates its block with the shard's lock held (the entry
-//!   used to be allocated before locking); no user code runs there.
+//! - every [`block_len`]-th new key allocates its block with the shard's lock held; no user
+//!   code runs there.
 
-use super::entry::Entry;
 use crate::loom::{AtomicUsize, Ordering::*};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 
-/// How many entries a block of `V`'s entries holds: as many as fit in 512 bytes, from 1 (an
-/// entry of 512 bytes or more is a block of its own) to 16 (a `u64` value's entry is 32 bytes).
-pub(super) const fn block_len<V>() -> usize {
-    let fit = 512 / size_of::<Entry<V>>();
+/// How many entries `T` a block holds: as many as fit in 512 bytes, from 1 (an entry of 512
+/// bytes or more is a block of its own) to 16 (a `u64` value's entry is 32 bytes).
+pub(super) const fn block_len<T>() -> usize {
+    let fit = 512 / size_of::<T>();
     if fit == 0 {
         1
     } else if fit > 16 {
@@ -58,7 +60,7 @@ pub(super) const fn block_len<V>() -> usize {
 
 /// A block's header; the room for [`block_len`] entries follows it in the same allocation.
 #[repr(C)]
-pub(super) struct Block<V> {
+pub(super) struct Block<T> {
     /// Entries carved and not freed, plus those not carved yet, plus one while it is a slab's
     /// current block (see the module docs).
     live: AtomicUsize,
@@ -69,27 +71,27 @@ pub(super) struct Block<V> {
     /// Where the entries' room starts (an array of no fixed length: [`Block::layout`]). Each
     /// entry is written once, by the slab that carves it (through the block's raw pointer), and
     /// from then on reached only through the `EntryRef`s of that entry.
-    entries: [MaybeUninit<Entry<V>>; 0],
+    entries: [MaybeUninit<T>; 0],
 }
 
-impl<V> Block<V> {
+impl<T> Block<T> {
     /// The header and the room for [`block_len`] entries after it.
     fn layout() -> Layout {
-        let room = Layout::array::<Entry<V>>(block_len::<V>()).expect("sync.Map: a block of entries overflows");
-        let (layout, at) = Layout::new::<Block<V>>().extend(room).expect("sync.Map: a block of entries overflows");
-        debug_assert_eq!(at, std::mem::offset_of!(Block<V>, entries));
+        let room = Layout::array::<T>(block_len::<T>()).expect("sync.Map: a block of entries overflows");
+        let (layout, at) = Layout::new::<Block<T>>().extend(room).expect("sync.Map: a block of entries overflows");
+        debug_assert_eq!(at, std::mem::offset_of!(Block<T>, entries));
         layout.pad_to_align()
     }
 
     /// A new block, its count at [`block_len`] + 1 (module docs).
-    fn new() -> NonNull<Block<V>> {
+    fn new() -> NonNull<Block<T>> {
         let layout = Self::layout();
         // SAFETY: the layout has a non-zero size (the header's count, at least).
-        let Some(b) = NonNull::new(unsafe { alloc(layout) }.cast::<Block<V>>()) else { handle_alloc_error(layout) };
+        let Some(b) = NonNull::new(unsafe { alloc(layout) }.cast::<Block<T>>()) else { handle_alloc_error(layout) };
         // SAFETY: the header's fields of a fresh allocation with `Block`'s layout and more;
         // the entries' room needs no initialization (it is written as entries are carved).
         unsafe {
-            ptr::addr_of_mut!((*b.as_ptr()).live).write(AtomicUsize::new(block_len::<V>() + 1));
+            ptr::addr_of_mut!((*b.as_ptr()).live).write(AtomicUsize::new(block_len::<T>() + 1));
             #[cfg(loom)]
             ptr::addr_of_mut!((*b.as_ptr()).leak_check).write(crate::loom::Arc::new(()));
         }
@@ -103,7 +105,7 @@ impl<V> Block<V> {
     /// # Safety
     /// The caller owns `n` counts of `b` (entries it freed, or room it will never carve, or a
     /// slab's own count), and uses neither them nor the entries they stood for afterwards.
-    pub(super) unsafe fn release(b: NonNull<Block<V>>, n: usize) {
+    pub(super) unsafe fn release(b: NonNull<Block<T>>, n: usize) {
         // SAFETY: the caller owns counts, so the block is allocated; `live` is only used through
         // shared references.
         let live = unsafe { &(*b.as_ptr()).live };
@@ -126,8 +128,8 @@ impl<V> Block<V> {
 
 /// A shard's current block and how many of its entries are carved. Lives in the shard's
 /// `Dirty`, under its lock: carving is a plain increment.
-pub(super) struct Slab<V> {
-    block: Option<NonNull<Block<V>>>,
+pub(super) struct Slab<T> {
+    block: Option<NonNull<Block<T>>>,
     /// Entries of `block` carved so far.
     carved: usize,
 }
@@ -135,20 +137,20 @@ pub(super) struct Slab<V> {
 // SAFETY: a slab owns one count of its block, and hands out entries that own one each; it is
 // moved and used as the `Dirty` that holds it is, under the shard's lock, and entries carved from
 // it reach other threads as `EntryRef`s, which carry their own bounds.
-unsafe impl<V: Send> Send for Slab<V> {}
+unsafe impl<T: Send> Send for Slab<T> {}
 // SAFETY: a shared slab gives access to nothing (every method takes `&mut self`).
-unsafe impl<V> Sync for Slab<V> {}
+unsafe impl<T> Sync for Slab<T> {}
 
-impl<V> Slab<V> {
-    pub(super) const fn new() -> Slab<V> {
+impl<T> Slab<T> {
+    pub(super) const fn new() -> Slab<T> {
         Slab { block: None, carved: 0 }
     }
 
     /// Writes `entry` into the next free room, and returns where it is. The entry owns one
     /// count of its block from now on (see `Entry::block`).
-    pub(super) fn carve(&mut self, entry: impl FnOnce(NonNull<Block<V>>) -> Entry<V>) -> NonNull<Entry<V>> {
+    pub(super) fn carve(&mut self, entry: impl FnOnce(NonNull<Block<T>>) -> T) -> NonNull<T> {
         let b = match self.block {
-            Some(b) if self.carved < block_len::<V>() => b,
+            Some(b) if self.carved < block_len::<T>() => b,
             _ => self.next_block(),
         };
         let i = self.carved;
@@ -156,7 +158,7 @@ impl<V> Slab<V> {
         // room `i` (below `block_len`) was never carved: nobody else reaches it. The pointer keeps
         // the provenance of the whole allocation (`alloc` in `Block::new`).
         let room = unsafe {
-            let room = ptr::addr_of_mut!((*b.as_ptr()).entries).cast::<Entry<V>>().add(i);
+            let room = ptr::addr_of_mut!((*b.as_ptr()).entries).cast::<T>().add(i);
             room.write(entry(b));
             NonNull::new_unchecked(room)
         };
@@ -168,7 +170,7 @@ impl<V> Slab<V> {
 
     /// Gives the current block up (if any) and starts a new one.
     #[cold]
-    fn next_block(&mut self) -> NonNull<Block<V>> {
+    fn next_block(&mut self) -> NonNull<Block<T>> {
         self.give_up();
         let b = Block::new();
         self.block = Some(b);
@@ -181,12 +183,12 @@ impl<V> Slab<V> {
         if let Some(b) = self.block.take() {
             // SAFETY: the slab owns its count and the `block_len - carved` counts of the room it
             // never carved, and will carve no more from `b`.
-            unsafe { Block::release(b, block_len::<V>() - self.carved + 1) }
+            unsafe { Block::release(b, block_len::<T>() - self.carved + 1) }
         }
     }
 }
 
-impl<V> Drop for Slab<V> {
+impl<T> Drop for Slab<T> {
     fn drop(&mut self) {
         self.give_up();
     }

@@ -228,9 +228,9 @@ fn drop_frees_live_values_at_once() {
 /// with the last of its entries, whichever order they are dropped in.
 #[test]
 fn a_block_is_freed_with_its_last_entry() {
-    use super::entry::EntryRef;
+    use super::entry::{Entry, EntryRef};
     use super::slab::{block_len, Slab, LIVE_BLOCKS};
-    const BLOCK: usize = block_len::<Counted>();
+    const BLOCK: usize = block_len::<Entry<Counted>>();
     let blocks = || LIVE_BLOCKS.with(|n| n.get());
     let (live, before) = (Arc::new(AtomicUsize::new(0)), blocks());
     let mut slab = Slab::new();
@@ -257,12 +257,13 @@ fn a_block_is_freed_with_its_last_entry() {
 /// block of its own, not one of 16.
 #[test]
 fn a_block_holds_what_fits_in_512_bytes() {
+    use super::entry::Entry;
     use super::slab::block_len;
-    assert_eq!(block_len::<u64>(), 16);
-    assert_eq!(block_len::<String>(), 10);
-    assert_eq!(block_len::<[u8; 200]>(), 2);
-    assert_eq!(block_len::<[u8; 4096]>(), 1);
-    assert_eq!(block_len::<()>(), 16);
+    assert_eq!(block_len::<Entry<u64>>(), 16);
+    assert_eq!(block_len::<Entry<String>>(), 10);
+    assert_eq!(block_len::<Entry<[u8; 200]>>(), 2);
+    assert_eq!(block_len::<Entry<[u8; 4096]>>(), 1);
+    assert_eq!(block_len::<Entry<()>>(), 16);
 }
 
 #[test]
@@ -284,11 +285,11 @@ fn check_invariants_catches_an_expunged_entry_in_dirty() {
     assert!(r.is_err());
 }
 
-/// Issue 17 (W13, two Gs each storing new keys half the time): every store of a new key took
-/// the map's one lock, so the Gs queued on each other and two ran 1.5-2x slower than one alone.
-/// Now a key's store takes only its own shard's lock: with one shard's lock held (as by a G in
-/// the middle of a store), a new key of another shard goes in at once. With one lock for the
-/// whole map this store waited for the lock, and the test failed on its timeout.
+/// W13 (two Gs each storing new keys half the time): were every store of a new key to take one
+/// lock for the whole map, the Gs would queue on each other and two would run 1.5-2x slower
+/// than one alone. A key's store takes only its own shard's lock: with one shard's lock held
+/// (as by a G in the middle of a store), a new key of another shard goes in at once. With one
+/// lock for the whole map this store would wait for the lock, and the test fail on its timeout.
 #[test]
 fn a_new_key_does_not_wait_for_another_shards_lock() {
     let m = Arc::new(Map::<u64, u64>::new());

@@ -3,7 +3,7 @@
 //! after shard.
 
 use super::reclaim::Guard;
-use super::{ReadOnly, Shard};
+use super::shard::{ReadOnly, Shard};
 use std::hash::{BuildHasher, Hash};
 
 impl<K, V, S> Shard<K, V, S>

@@ -1,6 +1,6 @@
 //! A server binary in the crate of the model tests: `--cfg loom` builds it too (cargo builds a
 //! package's binaries for its integration tests), so it shows that a crate whose program uses
-//! `goro::net` and `goro::signal` can follow the README's steps for model tests. It is never
+//! `goro::net` and `goro::signal` can follow the porting guide's steps for model tests. It is never
 //! run under loom; run normally, it is an echo server on 127.0.0.1:7007 until Ctrl-C.
 
 use goro::context::Context;
