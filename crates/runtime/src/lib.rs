@@ -26,57 +26,62 @@
 //!
 //! # Layout
 //!
-//! Each protocol has one owner; the list runs from the bottom up (a module imports only modules
-//! above it in this list). `tests/layout.rs` fails, naming the imports, if a change closes an
-//! import circle.
+//! Each protocol has one owner; the list runs from the bottom up, and a module imports only
+//! modules above it in this list. The workspace's layout check
+//! (`tests/extra/tests/layout/main.rs`, run by `cargo test --workspace`) fails, naming the
+//! importing lines, if a change closes an import circle; the only circles it allows here are
+//! inside `model`, which is loom-only.
 //!
 //! - `current`: the thread's one thread-local record (the current M, its P's flags, a poll's
 //!   yield count and end hooks), below everything, the shim included (its mutex reports lock
-//!   waits there).
+//!   waits there). `yield_now`.
 //! - `loom`: the synchronization shim that lets loom model-check all of this (`loom_tests`).
-//! - `config`: the builder's settings, the environment knobs (`GORO_MAXPROCS`, `GORO_DEBUG`)
-//!   and `warn_once`. `park`: thread parking. `threads`: the calling thread's kernel id,
-//!   whether a thread sleeps in the kernel, which threads are goro's own, and the threads a
-//!   runtime started (`newm`'s side).
+//!   `coop`: cooperative preemption (the yield points' question, the poll-end hooks).
+//! - `park`: thread parking. `threads`: the calling thread's kernel id, whether a thread sleeps
+//!   in the kernel, which threads are goro's own, and the threads a runtime started (`newm`'s
+//!   side). `fatal`: how a run ends early.
 //! - `runq`: a P's lock-free ring and `runnext`, split into the owner's `Local` half and the
 //!   thieves' `Steal` half (owns the ring's invariants); `globrunq`: the global queue.
-//! - `g`: the G. `raw`: the object and its vtable; `state`: its lifecycle word and the
-//!   ownership protocol; `waker`: the G as its own waker; `allgs`: the list of all Gs and the
-//!   batches of finished ones; `gfree`: the free lists of G memory (`gfget`/`gfput`'s lists);
-//!   `join`: `JoinHandle` and `JoinError`. `g::Schedule` is what a G asks of its scheduler
-//!   (`ready`, `gfput`, leaving `allgs`, an unobserved panic): the G layer names no scheduler
-//!   type.
 //! - `timer`: the per-P timer heaps (Go's `runtime/time.go`): a heap owns its earliest
 //!   deadline and its stale count; `timer::Heaps` is what timers ask of the runtime.
-//! - `p`: a P. Its shared half (status, the `Steal` side of the queue, timers, sysmon's flags
-//!   and counters) and its owner-only `PCore` (the `Local` queue, free lists, dead-G batch,
-//!   `schedtick`, `runnext` streak, goid cache, rng), which the owning M holds by value; and
-//!   `Allp`, every P slot (Go's `allp`).
+//! - `g`: the G. `raw`: the object, its vtable and `Schedule`, what a G asks of its scheduler
+//!   (`ready`, `gfput`, leaving `allgs`, an unobserved panic), so that the G layer names no
+//!   scheduler type; `state`: its lifecycle word and the ownership protocol; `waker`: the G as
+//!   its own waker; `allgs`: the list of all Gs and the batches of finished ones; `gfree`: the
+//!   free lists of G memory (`gfget`/`gfput`'s lists); `join`: `JoinHandle` and its protocol;
+//!   `error`: `JoinError`; `origin`: what the panic hook keeps of a G's panic.
+//! - `bubble`: a synctest bubble's state and dice. `idle`: the idle Ps, sleeping Ms, syscall
+//!   waiters, spare P slots and the spinning count, under the scheduler lock
+//!   (`pidleget`/`pidleput`/`mget`/`mput`), and `M`, what others see of an M (its parker, the
+//!   hand-off slot). `p`: a P. Its shared half (status, the `Steal` side of the queue, timers,
+//!   sysmon's flags and counters) and its owner-only `PCore` (the `Local` queue, free lists,
+//!   dead-G batch, `schedtick`, `runnext` streak, goid cache, rng), which the owning M holds by
+//!   value; and `Allp`, every P slot (Go's `allp`).
+//! - `config`: the builder's settings (the bubble among them), the environment knobs
+//!   (`GORO_MAXPROCS`, `GORO_DEBUG`) and `warn_once`.
 //! - `netpoll`: the mio poller, and the handshake of the one M that sleeps in it (`lastpoll`,
-//!   `pollUntil`). `idle`: the idle Ps, sleeping Ms, syscall waiters, spare P slots and the
-//!   spinning count, under the scheduler lock (`pidleget`/`pidleput`/`mget`/`mput`), and `M`,
-//!   what others see of an M (its parker, the hand-off slot). `fatal`: how a run ends early.
-//!   `mains`: the main futures of the threads inside `block_on`.
+//!   `pollUntil`). `mains`: the main futures of the threads inside `block_on`.
 //! - `sched`: the runtime's shared state (Go's `schedt`), made of parts that own their fields,
 //!   and the operations that move work and Ms without being an M: `newproc` off-P,
 //!   `globrunqput`, `wakep`, `start_idle`, `startm`, `newm` (whose entry point, `m::mstart`, is
 //!   passed in), `handoffp`.
 //! - `m`: everything an M does with its P (`acquirep`, `schedule`, `findrunnable`, `stopm`,
 //!   `execute`, `newproc` and `runqput` on an M, `entersyscall`/`exitsyscall`, the poll marks
-//!   sysmon reads, giving up a detached P) and the thread-local current M (Go's `getg().m`).
+//!   sysmon reads, giving up a detached P) and how an M becomes the current one (`enter`).
+//!   `metrics`. `traceback`: a G's row of the dump (`goroutines`, `dump`).
+//! - `checkdead`: the deadlock detection (quiescence, then the census of the process's
+//!   threads). `panics`: the panic hook that keeps a G's panic for its `JoinHandle` or prints
+//!   it as Go does.
 //! - `schedule`: `Shared`'s side of `g::Schedule` and `timer::Heaps` (`ready`, a timer's P).
 //!   `sysmon`: the monitor thread (retake, preemption requests, the blocked-poll hand-off,
-//!   fairness turns). `coop`: cooperative
-//!   preemption. `syscall`: `goro::syscall`. `yield_now`.
-//! - `time`: `sleep` and the raw timer; `io`: registrations for `goro::net`;
-//!   `block_on_thread`: the `*_blocking` calls.
-//! - Diagnostics: `traceback`: a G's row of the dump (`goroutines`, `dump`); `checkdead`: the
-//!   deadlock detection (quiescence, then the census of the process's threads); `panics`: the
-//!   panic hook that keeps a G's panic for its `JoinHandle` or prints it as Go does;
-//!   `metrics`; `sigquit`: the SIGQUIT dump.
-//! - `runtime`: `Builder`, `Runtime`, `run`, `go`; `entry`: how `#[goro::main]` runs main;
-//!   `model` (under `--cfg loom`): `goro::model`, which model-checks a user's program without
-//!   the scheduler (each G a loom thread, time virtual).
+//!   fairness turns). `sigquit`: the SIGQUIT dump. `model` (under `--cfg loom`):
+//!   `goro::model`, which model-checks a user's program without the scheduler (each G a loom
+//!   thread, time virtual).
+//! - `synctest`: what primitives ask of a bubble. `syscall`: `goro::syscall`.
+//! - `block_on_thread`: the `*_blocking` calls and `JoinHandle::join`. `runtime`: `Builder`,
+//!   `Runtime`, `run`, `go`, and `JoinHandle` as a future.
+//! - `entry`: how `#[goro::main]` runs main. `time`: `sleep` and the raw timer. `io`:
+//!   registrations for `goro::net`.
 
 #![warn(missing_docs)]
 // Under loom there is no sysmon thread and no I/O (no mio): models call the parts they check

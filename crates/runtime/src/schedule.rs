@@ -4,8 +4,8 @@
 //! and a G freed go to the P of the thread doing it), so they sit above `m` and `sched`: the G
 //! and timer layers below name neither, and `sched` does not name `m`.
 
-use crate::g::allgs::DeadBatch;
 use crate::g::gfree::Block;
+use crate::g::raw::DeadBatch;
 use crate::g::{self, GPtr, JoinError, Schedule, Unlink};
 use crate::loom::Ordering::Relaxed;
 use crate::p;

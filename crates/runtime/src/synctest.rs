@@ -116,7 +116,7 @@ impl Future for Wait {
             this.registered = true;
             drop(w);
         }
-        crate::set_wait_reason(WaitReason::SynctestWait);
+        set_wait_reason_of(WaitReason::SynctestWait, ANY);
         Poll::Pending
     }
 }
@@ -158,7 +158,7 @@ impl Future for WaitExit {
             return Poll::Ready(());
         }
         // The bubble's `findrunnable` wakes the main future once no G is left.
-        crate::set_wait_reason(WaitReason::SynctestWait);
+        set_wait_reason_of(WaitReason::SynctestWait, ANY);
         Poll::Pending
     }
 }

@@ -18,7 +18,7 @@
 //! and the spawner cancels the G at once. Shutdown flushes every P's batch before it drains the
 //! list, so the drain only meets Gs that have not completed.
 
-use super::raw::Header;
+use super::raw::{DeadBatch, Header, DEAD_BATCH};
 use crate::loom::Mutex;
 use crossbeam_utils::CachePadded;
 use std::ops::ControlFlow;
@@ -215,12 +215,6 @@ pub(crate) struct DeadGs {
     gs: [NonNull<Header>; DEAD_BATCH],
     len: usize,
 }
-
-/// A batch taken out of [`DeadGs`]: its first `.1` Gs, each with the list's reference.
-pub(crate) type DeadBatch = ([NonNull<Header>; DEAD_BATCH], usize);
-
-/// How many finished Gs a P collects before it unlinks them.
-pub(crate) const DEAD_BATCH: usize = 32;
 
 // SAFETY: Gs are Send + Sync; the pointers are only followed by the P's owner.
 unsafe impl Send for DeadGs {}

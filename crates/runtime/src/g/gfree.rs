@@ -46,7 +46,7 @@ pub(crate) fn class_of(layout: Layout) -> Option<u8> {
 /// cost a split of the chunk and two frees of its ends: spawning 100 000 Gs (W1) 16% slower,
 /// the 100 000 sleeping Gs of W15 up to 36%. This costs a line of memory per block: a parked G
 /// takes 208 bytes of RSS instead of 144, and spawning a million Gs into fresh memory
-/// (tests/soak.rs) faults in 64 MB more.
+/// (tests/soak_sched.rs) faults in 64 MB more.
 fn raw_layout(class: u8) -> Layout {
     // CLASSES are small non-zero sizes and RAW_ALIGN a power of two.
     Layout::from_size_align(CLASSES[class as usize] + ALIGN, RAW_ALIGN).expect("valid size class")

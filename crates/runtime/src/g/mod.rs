@@ -2,6 +2,7 @@
 //! for the lifecycle word, and [`waker`] for how a G wakes itself into a run queue.
 
 pub(crate) mod allgs;
+mod error;
 pub(crate) mod gfree;
 mod join;
 pub(crate) mod origin;
@@ -9,11 +10,14 @@ pub(crate) mod raw;
 pub(crate) mod state;
 pub(crate) mod waker;
 
-pub use join::{JoinError, JoinHandle};
+pub use error::JoinError;
+pub use join::JoinHandle;
+#[cfg(loom)]
+pub(crate) use join::ModelJoin;
+pub(crate) use raw::{Schedule, Unlink};
 pub use raw::{WaitReason, HEADER_SIZE};
 
 use crate::loom::Ordering::Relaxed;
-use allgs::DeadBatch;
 use raw::Header;
 use state::{ToIdle, ToRunning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -153,44 +157,6 @@ pub(crate) unsafe fn complete(g: GPtr, in_list: bool) {
             }
         }
     }
-}
-
-/// What a G asks of the scheduler that runs it (tokio's `task::Schedule`), so that the G layer
-/// names no scheduler type: `allocate` records the scheduler in the G's header, type-erased,
-/// and the G's vtable, instantiated for the scheduler's type, gets it back. `sched::Shared`
-/// implements it.
-pub(crate) trait Schedule: Send + Sync + 'static {
-    /// `goready`: `g` was woken while it waited; the run queue's reference is handed over.
-    fn ready(&self, g: GPtr);
-    /// The coarse clock (milliseconds) of `Header::parked_at`.
-    fn coarse_ms(&self) -> u32;
-    /// `g` completed, with the all-Gs list's reference: it leaves the list now
-    /// ([`Unlink::Done`]), or joins the current P's batch of Gs to unlink later.
-    fn unlink(&self, g: GPtr) -> Unlink;
-    /// Unlinks a batch that [`unlink`](Self::unlink) handed back ([`Unlink::Flush`]), after
-    /// the completer is done with its G: the list's references are dropped
-    /// ([`drop_list_refs`]).
-    fn unlink_batch(&self, p: usize, batch: DeadBatch);
-    /// `gfput`: the memory block (size class `class`) of a freed G.
-    fn gfput(&self, class: u8, block: gfree::Block);
-    /// A G's panic that nothing observed (its `JoinError`, dropped unread).
-    fn unobserved(&self, parent: u64, err: JoinError);
-    /// The synctest bubble the scheduler is (0: none): a join of one of its Gs is durable only
-    /// there.
-    fn bubble_tag(&self) -> u64;
-}
-
-/// How a finished G leaves `allgs` (see [`Schedule::unlink`]).
-// The batch is moved into the completer's frame, once per finished G; boxing it would allocate
-// at every 32nd finish, where Go allocates nothing.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Unlink {
-    /// Unlinked already.
-    Done,
-    /// In the current P's batch, which unlinks it later.
-    Batched,
-    /// It filled P `.0`'s batch, taken out: the completer hands it to `unlink_batch` when done.
-    Flush(usize, DeadBatch),
 }
 
 /// Drops the all-Gs list's references on Gs just unlinked from it (a batch of finished Gs).

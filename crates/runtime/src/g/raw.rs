@@ -6,9 +6,9 @@
 //! The block comes from the current P's free list when a block of the right size class is there
 //! (see [`gfree`]); that is Go's `gfget`, and freeing is `gfput`.
 
+use super::error::JoinError;
 use super::gfree::{self, Block, GlobalFree};
 use super::state::State;
-use super::{JoinError, Schedule};
 use crate::loom::{AtomicU32, AtomicU8, Ordering, UnsafeCell};
 use std::alloc::Layout;
 use std::future::Future;
@@ -248,6 +248,51 @@ impl Header {
         WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
     }
 }
+
+/// What a G asks of the scheduler that runs it (tokio's `task::Schedule`), so that the G layer
+/// names no scheduler type: [`allocate`] records the scheduler in the G's header, type-erased,
+/// and the G's vtable, instantiated for the scheduler's type, gets it back. `sched::Shared`
+/// implements it.
+pub(crate) trait Schedule: Send + Sync + 'static {
+    /// `goready`: `g` was woken while it waited; the run queue's reference is handed over.
+    fn ready(&self, g: NonNull<Header>);
+    /// The coarse clock (milliseconds) of `Header::parked_at`.
+    fn coarse_ms(&self) -> u32;
+    /// `g` completed, with the all-Gs list's reference: it leaves the list now
+    /// ([`Unlink::Done`]), or joins the current P's batch of Gs to unlink later.
+    fn unlink(&self, g: NonNull<Header>) -> Unlink;
+    /// Unlinks a batch that [`unlink`](Self::unlink) handed back ([`Unlink::Flush`]), after
+    /// the completer is done with its G: the list's references are dropped
+    /// (`g::drop_list_refs`).
+    fn unlink_batch(&self, p: usize, batch: DeadBatch);
+    /// `gfput`: the memory block (size class `class`) of a freed G.
+    fn gfput(&self, class: u8, block: gfree::Block);
+    /// A G's panic that nothing observed (its `JoinError`, dropped unread).
+    fn unobserved(&self, parent: u64, err: JoinError);
+    /// The synctest bubble the scheduler is (0: none): a join of one of its Gs is durable only
+    /// there.
+    fn bubble_tag(&self) -> u64;
+}
+
+/// How a finished G leaves `allgs` (see [`Schedule::unlink`]).
+// The batch is moved into the completer's frame, once per finished G; boxing it would allocate
+// at every 32nd finish, where Go allocates nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Unlink {
+    /// Unlinked already.
+    Done,
+    /// In the current P's batch, which unlinks it later.
+    Batched,
+    /// It filled P `.0`'s batch, taken out: the completer hands it to `unlink_batch` when done.
+    Flush(usize, DeadBatch),
+}
+
+/// A batch of finished Gs that a P collected (`allgs::DeadGs`), taken out to be unlinked: its
+/// first `.1` Gs, each with the list's reference.
+pub(crate) type DeadBatch = ([NonNull<Header>; DEAD_BATCH], usize);
+
+/// How many finished Gs a P collects before it unlinks them.
+pub(crate) const DEAD_BATCH: usize = 32;
 
 /// The id under which the main future of `block_on` (not a G, but main all the same) appears
 /// in a dump and as a parent.

@@ -1,8 +1,8 @@
 //! A model G's result, behind the same [`JoinHandle`](crate::JoinHandle) type as a runtime G's.
 
 use super::GSlot;
+use crate::g::{JoinError, ModelJoin};
 use crate::loom::Mutex;
-use crate::JoinError;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -26,10 +26,6 @@ impl<T> Join<T> {
         Join { g, state: Mutex::new(State { output: None, finished: false, read: false, waker: None }) }
     }
 
-    pub(crate) fn id(&self) -> u64 {
-        self.g.id()
-    }
-
     /// The G's thread: its result.
     pub(crate) fn complete(&self, out: Result<T, JoinError>) {
         let waker = {
@@ -42,8 +38,14 @@ impl<T> Join<T> {
             w.wake();
         }
     }
+}
 
-    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
+impl<T: Send> ModelJoin<T> for Join<T> {
+    fn id(&self) -> u64 {
+        self.g.id()
+    }
+
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
         let mut st = self.state.lock();
         if let Some(out) = st.output.take() {
             st.read = true;
@@ -57,11 +59,11 @@ impl<T> Join<T> {
         Poll::Pending
     }
 
-    pub(crate) fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.state.lock().finished
     }
 
-    pub(crate) fn abort(&self) {
+    fn abort(&self) {
         if !self.is_finished() {
             self.g.abort();
         }

@@ -615,7 +615,7 @@ where
         m.thread_stopped();
     };
     let spawned = loom::thread::Builder::new()
-        .name(format!("goroutine {}", join.id()))
+        .name(format!("goroutine {}", crate::g::ModelJoin::id(&*join)))
         .stack_size(G_STACK_WORDS)
         .spawn(body)
         .expect("loom spawns");
