@@ -1,4 +1,4 @@
-//! Channel benchmarks W4–W8 of BENCHMARKS.md: goro's channels and `select!` against tokio's
+//! Channel benchmarks W4–W8 of benches/README.md: goro's channels and `select!` against tokio's
 //! mpsc, flume, kanal, async-channel and crossbeam-channel.
 //!
 //! Each workload is written once, generic over an executor ([`Exec`]: spawn, and run a main) and
@@ -7,7 +7,7 @@
 //! count of what was received, checked by main after every run so a broken row cannot look
 //! fast). W8 adds one primitive per system, [`Select2`]: wait on two receivers at once.
 //!
-//! Rows and where they run (BENCHMARKS.md: 2 workers everywhere, main a task on its runtime):
+//! Rows and where they run (benches/README.md: 2 workers everywhere, main a task on its runtime):
 //! - `goro`: goro channels on a goro runtime with `max_procs(2)`; the workload's Gs are spawned
 //!   with `goro::go`, main is the `block_on` future (the main G) and waits for them.
 //! - `tokio_mpsc`, `flume`, `kanal`, `async_channel`: each channel on one tokio multi-thread
@@ -348,7 +348,7 @@ fn spawn_producers<E: Exec, C: Channel>(tx: C::Tx, producers: u64, n: u64, tally
     }
 }
 
-/// One workload of BENCHMARKS.md, written once for every [`Exec`] and [`Channel`].
+/// One workload of benches/README.md, written once for every [`Exec`] and [`Channel`].
 trait Workload: 'static {
     /// The criterion group, e.g. `W4_pingpong_unbuffered`.
     const NAME: &'static str;

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Runs the BENCHMARKS.md workloads on goro, its Rust peers and Go, interleaved, and prints one
+"""Runs the benches/README.md workloads on goro, its Rust peers and Go, interleaved, and prints one
 Markdown table of median ns/unit with ratios.
 
 Each round runs every row once (goro, then each peer, then each Go found), so slow drifts of a
-noisy machine hit all systems alike; the table shows the median over rounds (BENCHMARKS.md asks
+noisy machine hit all systems alike; the table shows the median over rounds (benches/README.md asks
 for at least 5, the default). "goro / best peer" is over every other system measured on the row,
 Rust peers and each Go alike; only the chart singles out the best *Rust* peer (beside each Go). Rust rows come from
 criterion (`cargo bench -p goro-benches --bench <bench> -- --exact <group>/<system>`), Go rows

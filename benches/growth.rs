@@ -1,6 +1,6 @@
 //! Growth: does the cost of W1 (spawn) and W4 (unbuffered ping-pong) stay flat as the number of
 //! live Gs grows? For each `live` in 1_000, 10_000, 100_000 and 1_000_000, this parks `live`
-//! Gs on a gate channel, then times W1 and W4 exactly as BENCHMARKS.md defines them (W1: main
+//! Gs on a gate channel, then times W1 and W4 exactly as benches/README.md defines them (W1: main
 //! spawns 100_000 Gs that each bump a counter, and waits for all; W4: 100_000 round trips
 //! between two Gs over two unbuffered channels), then closes the gate and waits for the parked
 //! Gs to finish. `benches/go/growth` is the same program in Go; `benches/growth.py` runs both

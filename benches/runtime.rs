@@ -1,4 +1,4 @@
-//! Scheduler benchmarks W1–W3 and W15 (timers) of BENCHMARKS.md, goro against tokio.
+//! Scheduler benchmarks W1–W3 and W15 (timers) of benches/README.md, goro against tokio.
 //!
 //! Each workload is written once, generic over [`Exec`] (spawn, yield, sleep), so both systems
 //! run the exact same code and the same completion mechanism ([`Signal`]). Every system runs the
@@ -9,7 +9,7 @@
 //! Criterion reports the time of one whole run and the throughput in elements (= units) per
 //! second; ns per unit = 1e9 / thrpt, or `median` of `target/criterion/<group>/<system>/new/
 //! estimates.json` divided by the unit count. For W15 the "time of one run" is already the
-//! run's elapsed time less the 1 ms every G must sleep (BENCHMARKS.md's unit), subtracted run by
+//! run's elapsed time less the 1 ms every G must sleep (benches/README.md's unit), subtracted run by
 //! run inside [`timed`], exactly as `benches/go/w15_timers` does; so W15's numbers are not wall
 //! times, and its throughput figure is not units per wall-clock second.
 //!
@@ -61,7 +61,7 @@ impl Counter {
     }
 }
 
-/// One workload of BENCHMARKS.md, written once for every [`Exec`].
+/// One workload of benches/README.md, written once for every [`Exec`].
 trait Workload: 'static {
     /// The criterion group, e.g. `W1_spawn_many`.
     const NAME: &'static str;

@@ -1,4 +1,4 @@
-//! Sync benchmarks W9–W14 of BENCHMARKS.md: goro's `WaitGroup`, `Mutex` and `Map` against tokio's
+//! Sync benchmarks W9–W14 of benches/README.md: goro's `WaitGroup`, `Mutex` and `Map` against tokio's
 //! primitives, parking_lot, dashmap and `std::sync::RwLock<HashMap>`.
 //!
 //! Each workload is written once, generic over an executor ([`Exec`]: spawn, and run a main) and
@@ -6,7 +6,7 @@
 //! the exact same code. The tasks count what they did and report it to a [`Tally`]; main checks
 //! the totals after every run, so a broken row cannot look fast.
 //!
-//! Rows and where they run (BENCHMARKS.md: 2 workers everywhere, main a task on its runtime; goro
+//! Rows and where they run (benches/README.md: 2 workers everywhere, main a task on its runtime; goro
 //! rows on a goro runtime with `max_procs(2)`, Gs spawned with `goro::go`, main the `block_on`
 //! future; every other row on one tokio multi-thread runtime with 2 workers, tasks
 //! `tokio::spawn`ed, main a spawned task too):
@@ -311,7 +311,7 @@ impl BenchMap for RwLockHashMap {
     }
 }
 
-/// One map workload of BENCHMARKS.md, written once for every [`BenchMap`].
+/// One map workload of benches/README.md, written once for every [`BenchMap`].
 trait MapWorkload: 'static {
     /// The criterion group, e.g. `W11_map_load_hits`.
     const NAME: &'static str;

@@ -494,10 +494,10 @@ fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
             // Keep one P running: a G that polls a flag without yielding (whichever P ends up
             // running it, the G that yields to it is stolen by the other).
             let (started, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-            let (started2, stop2) = (started.clone(), stop.clone());
+            let (started_in_g, stop_in_g) = (started.clone(), stop.clone());
             let busy = goro::go(async move {
-                started2.store(true, SeqCst);
-                while !stop2.load(SeqCst) {
+                started_in_g.store(true, SeqCst);
+                while !stop_in_g.load(SeqCst) {
                     std::hint::spin_loop();
                 }
             });

@@ -121,8 +121,8 @@ fn many_gs_alive_at_once_smoke() {
 // The hand-off edges: Gs that block their thread, yield, compute; blocking consumers; timers
 // ---------------------------------------------------------------------------------------------
 
-/// How late a timer may fire in [`hand_off_soak`] (the bound: work stranded by a
-/// hand-off shows up as seconds, or forever).
+/// How late a timer may fire in [`hand_off_soak`] (work stranded by a hand-off shows up
+/// as seconds, or forever).
 const HAND_OFF_TIMER_BOUND: Duration = Duration::from_secs(1);
 
 /// A distribution of lateness, in whole milliseconds (the last bucket holds everything later).

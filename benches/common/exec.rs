@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 
-/// Worker threads / Ps on every system (BENCHMARKS.md: the size of the machines here).
+/// Worker threads / Ps on every system (benches/README.md: the size of the machines here).
 pub const WORKERS: usize = 2;
 
 /// What a workload needs from a runtime: spawn a detached task from inside it, yield, sleep,

@@ -125,7 +125,7 @@ fn no_report_for_a_tokio_task() {
 // W10 beside tokio's Mutex (from tests/sync_mutex.rs)
 // ---------------------------------------------------------------------------------------------
 
-/// W10 of `shared/BENCHMARKS.md`, timed ad hoc (not an assertion): 4 Gs each increment a
+/// W10 of `benches/README.md`, timed ad hoc (not an assertion): 4 Gs each increment a
 /// counter under one Mutex 250_000 times, on 2 Ps; beside it the same on tokio's Mutex (2 worker
 /// threads) and parking_lot's (through goro-runtime's internal shim, on the same Gs), and on 4
 /// plain threads. Run with

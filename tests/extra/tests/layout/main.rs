@@ -34,7 +34,8 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     (
         ".",
         &["context", "context::node"],
-        "pending: a Context holds its Node and a Node its parent Context; Cause and ContextError are in mod.rs",
+        "a Context is a handle on its Node, and a Node holds its parent Context (Go's cancelCtx and its parent): \
+         one type in two files, as the net pair below",
     ),
     (
         ".",
