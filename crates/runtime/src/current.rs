@@ -11,10 +11,11 @@
 //! - The M is published by `m::enter` for the length of a closure (an M's loop, `block_on`) and
 //!   the previous one put back after it, so a `block_on` inside a G nests. This module keeps it
 //!   as an untyped pointer: `m` owns the type and the cast.
-//! - The P's flags are published by the M that takes the P ([`publish_p`], from `acquirep`)
-//!   and cleared when it lets the P go ([`clear_p`]). The record owns a strong count of the
-//!   flags while it shows them, so a read through it can never meet freed memory, whatever
-//!   order Ms, Ps and runtimes are torn down in.
+//! - The P's flags are published by the M that takes the P ([`publish_p`], from `hold`: an
+//!   `acquirep`, or the P taken back after a syscall) and cleared when it lets the P go
+//!   ([`clear_p`]). The record owns a strong count of the flags while it shows them (and keeps
+//!   it until the M takes another P or stops being current), so a read through it can never
+//!   meet freed memory, whatever order Ms, Ps and runtimes are torn down in.
 //! - Everything else is this thread's alone.
 
 // The record sits below the `loom` shim (whose mutex reports its waits here), so it takes its
@@ -49,7 +50,7 @@ pub(crate) type PFlagsArc = Arc<CachePadded<PFlags>>;
 type PollEnd = [Option<fn()>; 2];
 
 /// A strong count of a P's flags, as a raw pointer the record can keep in a `Cell` (null: no
-/// flags). The record's `p` always holds one of these, taken out and put back whole, so every
+/// flags). The record's `kept` always holds one of these, taken out and put back whole, so every
 /// count is released exactly once: by this type's drop.
 struct OwnedP(*const CachePadded<PFlags>);
 
@@ -72,7 +73,7 @@ impl Drop for OwnedP {
     fn drop(&mut self) {
         if !self.0.is_null() {
             // SAFETY: a non-null pointer came from `Arc::into_raw` (`new`) with its count, which
-            // only this value owns (the record hands its pointer over whole, see `Record::p`).
+            // only this value owns (the record hands its pointer over whole, see `Record::kept`).
             drop(unsafe { Arc::from_raw(self.0) });
         }
     }
@@ -81,9 +82,14 @@ impl Drop for OwnedP {
 struct Record {
     /// The current M (an `m::MCtx`), null if this thread is none.
     m: Cell<*const ()>,
-    /// The flags of the P this thread holds, null if none: an [`OwnedP`]'s pointer, kept raw
-    /// (a thread-local with a destructor costs every access a check of its state).
+    /// The flags of the P this thread holds, null if none; when not null, equal to `kept`.
     p: Cell<*const CachePadded<PFlags>>,
+    /// An [`OwnedP`]'s pointer: a count of the flags of the last P this M held, kept across a
+    /// release and a take of the same P (a `goro::syscall` does both, and counting them would
+    /// cost it two atomic read-modify-writes each way), replaced when the M takes another P and
+    /// released when the M stops being the current one ([`restore`]). Kept raw: a
+    /// thread-local with a destructor costs every access a check of its state.
+    kept: Cell<*const CachePadded<PFlags>>,
     /// The yield points left in this poll before it yields (0: no count; only a synctest bubble
     /// counts, see [`set_budget`]).
     budget: Cell<u32>,
@@ -95,22 +101,23 @@ impl Record {
         Record {
             m: Cell::new(ptr::null()),
             p: Cell::new(ptr::null()),
+            kept: Cell::new(ptr::null()),
             budget: Cell::new(0),
             poll_end: Cell::new([None, None]),
         }
     }
 
-    /// Publishes `new` and hands back the flags it replaces, with their count.
-    fn replace_p(&self, new: OwnedP) -> OwnedP {
-        OwnedP(self.p.replace(new.into_raw()))
+    /// Keeps `new` and hands back the count it replaces.
+    fn replace_kept(&self, new: OwnedP) -> OwnedP {
+        OwnedP(self.kept.replace(new.into_raw()))
     }
 
     /// Runs `f` on the published flags, if any.
     #[inline]
     fn with_p<R>(&self, f: impl FnOnce(&PFlags) -> R) -> Option<R> {
         let p = self.p.get();
-        // SAFETY: a non-null `p` is kept alive by the count the record owns, which only
-        // `replace_p` gives up, and `f` (this module's code, below) does not call it.
+        // SAFETY: a non-null `p` equals `kept`, whose count the record owns and gives up only in
+        // `replace_kept`, which `f` (this module's code, below) does not call.
         unsafe { p.as_ref() }.map(|flags| f(flags))
     }
 }
@@ -135,36 +142,45 @@ pub(crate) fn m() -> *const () {
 /// with [`restore`]).
 pub(crate) fn enter_m(m: *const ()) -> Saved {
     RECORD
-        .try_with(|r| Saved { m: r.m.replace(m), p: r.replace_p(OwnedP::NONE) })
-        .unwrap_or(Saved { m: ptr::null(), p: OwnedP::NONE })
+        .try_with(|r| Saved { m: r.m.replace(m), p: r.p.replace(ptr::null()), kept: r.replace_kept(OwnedP::NONE) })
+        .unwrap_or(Saved { m: ptr::null(), p: ptr::null(), kept: OwnedP::NONE })
 }
 
 /// What [`enter_m`] replaced.
 pub(crate) struct Saved {
     m: *const (),
-    p: OwnedP,
+    /// Null, or `kept`'s pointer.
+    p: *const CachePadded<PFlags>,
+    kept: OwnedP,
 }
 
-/// Puts back what [`enter_m`] replaced: the outer M and its P's flags (flags the inner M left
-/// published are released).
+/// Puts back what [`enter_m`] replaced: the outer M, its P's flags and its count; the count the
+/// inner M kept is released.
 pub(crate) fn restore(saved: Saved) {
-    let Saved { m, p } = saved;
-    // `try_with`: the thread may be tearing down its thread-locals (`p` is released then).
+    let Saved { m, p, kept } = saved;
+    // `try_with`: the thread may be tearing down its thread-locals (`kept` is released then).
     let _ = RECORD.try_with(move |r| {
         r.m.set(m);
-        drop(r.replace_p(p));
+        r.p.set(p);
+        drop(r.replace_kept(kept));
     });
 }
 
-/// Publishes `flags` as those of the P this thread holds (from `acquirep`).
+/// Publishes `flags` as those of the P this thread holds (`acquirep`, and the P taken back
+/// after a syscall). Counts them only when they are not the ones kept already.
 pub(crate) fn publish_p(flags: &PFlagsArc) {
-    let new = OwnedP::new(flags);
-    let _ = RECORD.try_with(move |r| drop(r.replace_p(new)));
+    let _ = RECORD.try_with(|r| {
+        let want = Arc::as_ptr(flags);
+        if r.kept.get() != want {
+            drop(r.replace_kept(OwnedP::new(flags)));
+        }
+        r.p.set(want);
+    });
 }
 
-/// This thread holds no P any more (`releasep`).
+/// This thread holds no P any more (`releasep`); the count stays kept (see `Record::kept`).
 pub(crate) fn clear_p() {
-    let _ = RECORD.try_with(|r| drop(r.replace_p(OwnedP::NONE)));
+    let _ = RECORD.try_with(|r| r.p.set(ptr::null()));
 }
 
 /// Whether this thread holds a P (of any runtime).
@@ -211,22 +227,27 @@ pub(crate) fn set_budget(n: u32) {
 /// sysmon: the thread may sleep there for as long as the lock's holder is descheduled, which on
 /// a loaded machine is milliseconds, and that is no blocking call of the user's (see
 /// `sysmon::Naps`). Two stores to the P's counters, and only once the lock was found taken.
+/// `wait` must not let the thread's P go (a lock's park or a spin; no `goro::syscall`).
 #[inline]
 pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
     #[cfg(not(loom))]
     {
         /// Ends the wait even if `wait` unwinds: an odd count left behind would read as a wait
-        /// forever, and the P would never be handed off again. (The thread's P cannot change
-        /// meanwhile: only this thread publishes it, and it is waiting.)
-        struct Done;
+        /// forever, and the P would never be handed off again.
+        struct Done(*const CachePadded<PFlags>);
         impl Drop for Done {
             fn drop(&mut self) {
-                let _ = RECORD.try_with(|r| r.with_p(|f| bump(&f.lock_waits)));
+                let _ = RECORD.try_with(|r| {
+                    // The same P: only this thread publishes its P, and a wait for a lock does
+                    // not let it go (the callers' `wait` is a lock's park or a spin).
+                    debug_assert_eq!(r.p.get(), self.0, "goro: a P was let go inside a wait for a lock");
+                    r.with_p(|f| bump(&f.lock_waits))
+                });
             }
         }
-        let waiting = RECORD.try_with(|r| r.with_p(|f| bump(&f.lock_waits)).is_some());
-        if waiting == Ok(true) {
-            let _done = Done;
+        let waiting = RECORD.try_with(|r| r.with_p(|f| bump(&f.lock_waits)).map(|()| r.p.get()));
+        if let Ok(Some(p)) = waiting {
+            let _done = Done(p);
             return wait();
         }
     }
@@ -260,4 +281,47 @@ pub(crate) fn at_poll_end(slot: usize, f: fn()) -> bool {
 /// Takes the functions registered for the end of this poll.
 pub(crate) fn take_poll_end() -> PollEnd {
     RECORD.try_with(|r| r.poll_end.replace([None, None])).unwrap_or([None, None])
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    fn published() -> *const CachePadded<PFlags> {
+        RECORD.with(|r| r.p.get())
+    }
+
+    /// A `block_on` of another runtime inside a G: when it returns, and when it unwinds, the
+    /// G's M shows its own P's flags again (else its Gs are never asked to yield and its lock
+    /// waits read as sleeps to sysmon), and once both runtimes are gone no count of any P's
+    /// flags is left behind.
+    #[test]
+    fn a_nested_block_on_gives_the_outer_m_its_p_flags_back() {
+        let outer = crate::Builder::new().max_procs(1).build().unwrap();
+        let inner = Arc::new(crate::Builder::new().max_procs(1).build().unwrap());
+        let flags: Vec<PFlagsArc> =
+            outer.shared().allp.iter().chain(inner.shared().allp.iter()).map(|p| p.flags.clone()).collect();
+        let nested = inner.clone();
+        outer.block_on(async move {
+            crate::go(async move {
+                let own = published();
+                assert!(!own.is_null(), "a G's M shows its P's flags");
+                nested.block_on(async {
+                    assert_ne!(published(), own, "the inner M shows its own P's flags");
+                });
+                assert_eq!(published(), own, "after the nested block_on returned");
+                let unwound = catch_unwind(AssertUnwindSafe(|| nested.block_on(async { panic!("inner main") })));
+                assert!(unwound.is_err());
+                assert_eq!(published(), own, "after the nested block_on unwound");
+            })
+            .await
+            .unwrap();
+        });
+        drop(inner);
+        drop(outer);
+        for f in &flags {
+            assert_eq!(Arc::strong_count(f), 1, "a count of a P's flags outlived its runtime");
+        }
+    }
 }

@@ -118,8 +118,9 @@ pub(crate) struct MCtx {
 /// Runs `f` with `ctx` published as the current thread's M (Go's `getg().m`: the lookup through
 /// which `go`, wakers, timers and G deallocation find the M they run on, and through it the P
 /// it holds), then puts back what was published before, so that `block_on` may nest inside a
-/// G. `ctx` holds no P yet, and lets any P it takes go before `f` returns (an M's loop, or
-/// `block_on`'s `LeaveBlockOn`); the outer M's P flags are put back for it: without that, the
+/// G. `ctx` holds no P yet; a P it still holds when `f` returns (an M's loop ends at shutdown
+/// with one) goes back to its slot when `ctx` drops, and leaves the thread's record here. The
+/// outer M's P flags are put back for it: without that, the
 /// outer M ran on with none until it next took a P, its Gs were never asked to yield again,
 /// and their waits for goro's locks read as sleeps to sysmon.
 pub(crate) fn enter<R>(ctx: &MCtx, f: impl FnOnce() -> R) -> R {
@@ -210,6 +211,10 @@ impl MCtx {
     /// Takes P `p`'s core and publishes it as this M's P, leaving the status alone.
     pub(crate) fn hold(&self, p: usize) {
         debug_assert!(self.p.get().is_none(), "goro: acquirep by an M that holds a P");
+        debug_assert!(
+            std::ptr::eq(crate::current::m(), self as *const MCtx as *const ()),
+            "goro: a P taken by an M that is not the thread's current one (see `enter`)"
+        );
         let pp = &self.shared.allp[p];
         *self.core.borrow_mut() = Some(pp.take_core());
         // A request meant for the P's previous M's G.

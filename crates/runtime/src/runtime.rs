@@ -507,11 +507,17 @@ impl Runtime {
         if on_own_m {
             // Joining our own thread would deadlock. Ms still stop; Gs are left to their refs.
             sh.begin_shutdown();
+            // No M starts from now on; those running stop at their next look at the flag
+            // (their handles are dropped: this thread cannot join itself).
+            drop(sh.threads.close());
             config::warn_once("goro: a Runtime was dropped on one of its own threads; its Gs are not dropped");
             sh.netpoll.shutdown(); // sockets of this runtime now fail instead of waiting forever
             return;
         }
         sh.begin_shutdown();
+        // No M starts from now on (`newm` gives its P back); those running stop at their next
+        // look at the flag, and are joined below.
+        let threads = sh.threads.close();
         // Pairs with the fence in `runqput` after a push to the global queue: a waker that
         // pushes after our final drain sees the flag and drains itself.
         crate::loom::fence(SeqCst);
@@ -522,8 +528,7 @@ impl Runtime {
             }
         }
         sh.netpoll.wake();
-        // No M starts from now on; those started stop at their next look at the flag.
-        for t in sh.threads.close() {
+        for t in threads {
             let _ = t.join();
         }
         crate::sysmon::stop(sh);

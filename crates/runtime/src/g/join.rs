@@ -1,11 +1,12 @@
-//! `JoinHandle` and `JoinError`: the result of a G, as a future, a blocking call, or not at all.
+//! `JoinHandle`: the owned permission to take a G's result, and the join protocol over the
+//! G's `JOIN_WAKER` slot. Awaiting it (a yield point with a wait reason) is `runtime`'s,
+//! the blocking `join` is `block_on_thread`'s, and `JoinError` is in `error`.
 
 use super::error::JoinError;
 use super::raw::Header;
 use super::state::Snapshot;
 use crate::loom::UnsafeCell;
 use std::fmt;
-
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -158,8 +159,9 @@ impl<T> JoinHandle<T> {
     /// `&mut self` is the one handle.
     fn write_slot(&mut self, w: Option<Waker>) {
         let h = self.header();
-        assert!(!h.state.load().is_join_waker_set(), "goro: the join waker written while the G may read it");
-        // SAFETY: exclusive, as above: the bit is clear and only this handle could set it.
+        debug_assert!(!h.state.load().is_join_waker_set(), "goro: the join waker written while the G may read it");
+        // SAFETY: exclusive, as above: each caller has seen the bit clear (a failed set, a
+        // successful unset, or `unset_join_interest`), and only this handle could set it.
         h.join_waker.with_mut(|slot| unsafe { *slot = w });
     }
 }

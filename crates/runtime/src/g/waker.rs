@@ -23,9 +23,12 @@ fn raw(ptr: NonNull<Header>) -> RawWaker {
 /// # Safety
 /// `data` came from [`raw`], and the header stays live for `'a` (a reference is held on it).
 unsafe fn g_of<'a>(data: *const ()) -> (NonNull<Header>, &'a Header) {
-    let ptr = NonNull::new(data as *mut Header).expect("goro: a G waker without its G");
-    // SAFETY: caller contract.
-    (ptr, unsafe { ptr.as_ref() })
+    debug_assert!(!data.is_null(), "goro: a G waker without its G");
+    // SAFETY: caller contract; non-null because `raw` made it from a `NonNull`.
+    unsafe {
+        let ptr = NonNull::new_unchecked(data as *mut Header);
+        (ptr, ptr.as_ref())
+    }
 }
 
 /// # Safety (all four)
