@@ -67,7 +67,7 @@ pub mod sync;
 /// What the attribute macros expand to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use goro_runtime::entry::{Main, RunAsG, RunOnThread};
+    pub use goro_runtime::__private::entry::{Main, RunAsG, RunOnThread};
 }
 
 pub mod context;
@@ -80,9 +80,9 @@ pub mod time;
 /// The runtime's introspection: counters and debugging hooks (Go's `runtime` and
 /// `runtime/metrics` packages).
 pub mod runtime {
+    pub use goro_runtime::__private::HEADER_SIZE;
     pub use goro_runtime::coop::{poll_proceed, should_yield};
     pub use goro_runtime::{
         dump, dump_on_sigquit, goroutines, metrics, set_wait_reason, Goroutine, GoroutineStatus, Metrics, WaitReason,
-        HEADER_SIZE,
     };
 }

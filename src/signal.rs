@@ -97,7 +97,7 @@ pub fn try_notify_context(
     signals: impl IntoIterator<Item = impl Borrow<Signal>>,
 ) -> io::Result<(Context, CancelFunc)> {
     #[cfg(loom)]
-    goro_runtime::refuse_io_in_model("goro::signal");
+    goro_runtime::__private::refuse_io_in_model("goro::signal");
     let mut sigs: Vec<Signal> = signals.into_iter().map(|s| *s.borrow()).collect();
     sigs.sort_unstable();
     sigs.dedup();

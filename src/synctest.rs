@@ -91,13 +91,13 @@
 //! | `synctest.Wait()` | [`wait`]`().await` |
 //! | `time.Now()` in a bubble | [`goro::time::now`](crate::time::now), [`goro::time::system_now`](crate::time::system_now) (not `std::time::Instant::now`, which is the real clock) |
 
-use goro_runtime::synctest::{panic_message, splitmix64, BubbleSpec, BubbleSummary, Policy};
+use goro_runtime::__private::synctest::{panic_message, splitmix64, BubbleSpec, BubbleSummary, Policy};
 use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-pub use goro_runtime::synctest::{wait, Wait};
+pub use goro_runtime::__private::synctest::{wait, Wait};
 
 /// Runs `fut` as the root G of a new bubble on the calling thread, and returns its output once
 /// every G of the bubble has exited (Go's `synctest.Test`). See the [module docs](self).
@@ -289,7 +289,7 @@ fn spec(seed: u64) -> BubbleSpec {
 
 /// One bubble: its output (or the panic that ended it) and what it did.
 fn run<F: Future>(seed: u64, fut: F) -> (Result<F::Output, Box<dyn Any + Send>>, BubbleSummary) {
-    if goro_runtime::synctest::current_seed().is_some() {
+    if goro_runtime::__private::synctest::current_seed().is_some() {
         panic!("goro: synctest::test called inside a synctest bubble");
     }
     let rt = crate::Builder::new()
@@ -301,7 +301,7 @@ fn run<F: Future>(seed: u64, fut: F) -> (Result<F::Output, Box<dyn Any + Send>>,
     let out = catch_unwind(AssertUnwindSafe(|| {
         rt.block_on(async {
             let v = fut.await;
-            goro_runtime::synctest::wait_exit().await;
+            goro_runtime::__private::synctest::wait_exit().await;
             v
         })
     }));

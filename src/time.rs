@@ -28,15 +28,15 @@
 //! ```
 
 use crate::chan::{Receiver, Sender};
-use goro_runtime::time::RawTimer;
-pub use goro_runtime::time::{now, system_now};
+use goro_runtime::__private::time::RawTimer;
+pub use goro_runtime::__private::time::{now, system_now};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-pub use goro_runtime::time::{sleep, sleep_until, Sleep};
+pub use goro_runtime::__private::time::{sleep, sleep_until, Sleep};
 
 /// Runs `fut` for at most `d`: its output, or [`Elapsed`] if `d` passed first (Go's
 /// `ctx, cancel := context.WithTimeout(ctx, d)` around one call, or a `select` of the call

@@ -465,7 +465,7 @@ fn main_woken_while_every_p_is_busy_waits_for_one() {
             drop(goro::go(goro::time::sleep(Duration::from_secs(3600))));
             started_tx.send(()).unwrap();
             gate.wait().await;
-            let p = goro_runtime::current_proc_index();
+            let p = goro_runtime::__private::current_proc_index();
             main_polled.store(true, SeqCst);
             p
         });
@@ -480,9 +480,9 @@ fn main_woken_while_every_p_is_busy_waits_for_one() {
 #[test]
 fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
     // A plain thread has no P to keep busy.
-    assert!(goro_runtime::can_spin());
+    assert!(goro_runtime::__private::can_spin());
     // One P: nobody else can be running the holder.
-    assert!(!rt(1).block_on(async { goro_runtime::can_spin() }));
+    assert!(!rt(1).block_on(async { goro_runtime::__private::can_spin() }));
     // Two Ps. The checks run in a G, not in main: main's future is polled on main's thread
     // only, and the busy G below may take that thread's P for as long as it runs.
     // Sysmon must not take the busy G's P away: where it cannot see that thread computing (no
@@ -504,10 +504,10 @@ fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
             yield_until("the busy G runs", || started.load(SeqCst)).await;
             // This G runs on the other P now, with nothing behind it (a spinning M may still be
             // counted for a moment: poll).
-            yield_until("the other P runs and this one's queue is empty", goro_runtime::can_spin).await;
+            yield_until("the other P runs and this one's queue is empty", goro_runtime::__private::can_spin).await;
             // A G made runnable on this P: spinning would keep it waiting.
             let next = goro::go(async {});
-            assert!(!goro_runtime::can_spin(), "spun with a G waiting in runnext");
+            assert!(!goro_runtime::__private::can_spin(), "spun with a G waiting in runnext");
             stop.store(true, SeqCst);
             next.await.unwrap();
             busy.await.unwrap();

@@ -385,7 +385,7 @@ fn dropped_woken_waiter_passes_the_wake_up_on() {
         q.store(true, SeqCst);
         match r {
             Poll::Ready(_) => panic!("the lock is held"),
-            Poll::Pending => *goro_runtime::block_on_thread(f) += 1,
+            Poll::Pending => *goro_runtime::__private::block_on_thread(f) += 1,
         }
     });
     wait_until("the second waiter to queue", || queued.load(SeqCst));

@@ -17,7 +17,7 @@ use std::time::Instant;
 // while one is held (cancelling closes `done`, a channel operation), which a std lock would
 // turn into a hang of the model's one OS thread.
 #[cfg(loom)]
-pub(super) use goro_runtime::shim::{Mutex, MutexGuard};
+pub(super) use goro_runtime::__private::shim::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(super) use std::sync::{Mutex, MutexGuard};
 

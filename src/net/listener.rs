@@ -1,7 +1,7 @@
 //! `TcpListener`: Go's `net.TCPListener`.
 
 use super::{first_ok, resolve, Io, TcpStream};
-use goro_runtime::io::Direction;
+use goro_runtime::__private::io::Direction;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;

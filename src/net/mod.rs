@@ -107,8 +107,8 @@ pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf
 pub use stream::TcpStream;
 pub use udp::UdpSocket;
 
-use goro_runtime::io::{Direction, ReadyEvent, Registration};
-use goro_runtime::time::RawTimer;
+use goro_runtime::__private::io::{Direction, ReadyEvent, Registration};
+use goro_runtime::__private::time::RawTimer;
 use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
@@ -455,7 +455,7 @@ impl<S: mio::event::Source + fmt::Debug> fmt::Debug for Io<S> {
 /// `goro::syscall`, so the P goes to another M meanwhile (for an IP address, two atomics).
 pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
     #[cfg(loom)]
-    goro_runtime::refuse_io_in_model("goro::net");
+    goro_runtime::__private::refuse_io_in_model("goro::net");
     let addrs: Vec<SocketAddr> = crate::syscall(|| addr.to_socket_addrs().map(Iterator::collect))?;
     if addrs.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "could not resolve to any address"));

@@ -26,7 +26,7 @@
 //! `goro::synctest` bubble a G blocked on a pipe made there is durably blocked; deadlines are
 //! goro timers on goro's clock (the bubble's, in a bubble).
 
-use goro_runtime::time::RawTimer;
+use goro_runtime::__private::time::RawTimer;
 use goro_runtime::WaitReason;
 use std::fmt;
 use std::future::poll_fn;
@@ -81,7 +81,7 @@ const SLOT_KEEP: usize = 64 * 1024;
 /// ```
 pub fn pipe() -> (Pipe, Pipe) {
     let shared = Arc::new(Shared { state: StdMutex::new(State::default()), timers: StdMutex::new(Timers::default()) });
-    let bubble = goro_runtime::synctest::tag();
+    let bubble = goro_runtime::__private::synctest::tag();
     (Pipe { shared: shared.clone(), end: 0, bubble }, Pipe { shared, end: 1, bubble })
 }
 
@@ -334,13 +334,13 @@ impl Pipe {
     #[track_caller]
     fn check_bubble(&self) {
         if self.bubble != 0 {
-            goro_runtime::synctest::check_tag(self.bubble, "a net.Pipe");
+            goro_runtime::__private::synctest::check_tag(self.bubble, "a net.Pipe");
         }
     }
 
     /// Records why the calling G is about to park on this pipe.
     fn park(&self, reason: WaitReason) {
-        goro_runtime::synctest::set_wait_reason_of(reason, self.bubble);
+        goro_runtime::__private::synctest::set_wait_reason_of(reason, self.bubble);
     }
 
     /// Reads into `buf`, waiting until a write on the other end hands over at least one byte;

@@ -2,7 +2,7 @@
 
 use super::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 use super::{read_exact_with, resolve, write_all_with, Io};
-use goro_runtime::io::Direction;
+use goro_runtime::__private::io::Direction;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;

@@ -1,7 +1,7 @@
 //! `UdpSocket`: Go's `net.UDPConn`.
 
 use super::{first_ok, resolve, Io};
-use goro_runtime::io::Direction;
+use goro_runtime::__private::io::Direction;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;

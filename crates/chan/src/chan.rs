@@ -93,7 +93,7 @@ impl<T> Chan<T> {
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
             inflight: AtomicUsize::new(0),
-            bubble: goro_runtime::synctest::tag(),
+            bubble: goro_runtime::__private::synctest::tag(),
             #[cfg(loom)]
             id: {
                 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
@@ -108,14 +108,14 @@ impl<T> Chan<T> {
     #[track_caller]
     pub(crate) fn check_bubble(&self) {
         if self.bubble != 0 {
-            goro_runtime::synctest::check_tag(self.bubble, "a channel");
+            goro_runtime::__private::synctest::check_tag(self.bubble, "a channel");
         }
     }
 
-    /// Records why the G waits on this channel (see `goro_runtime::synctest::set_wait_reason_of`).
+    /// Records why the G waits on this channel (see `goro_runtime::__private::synctest::set_wait_reason_of`).
     #[inline]
     pub(crate) fn park_reason(&self, reason: goro_runtime::WaitReason) {
-        goro_runtime::synctest::set_wait_reason_of(reason, self.bubble);
+        goro_runtime::__private::synctest::set_wait_reason_of(reason, self.bubble);
     }
 
     #[inline]

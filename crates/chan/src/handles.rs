@@ -37,7 +37,7 @@ pub fn chan<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 #[doc(hidden)]
 pub fn chan_of_every_bubble<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let mut c = Chan::new(cap);
-    c.bubble = goro_runtime::synctest::ANY;
+    c.bubble = goro_runtime::__private::synctest::ANY;
     pair(c)
 }
 
@@ -136,7 +136,7 @@ impl<T> Sender<T> {
     /// ```
     #[track_caller]
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
-        goro_runtime::block_on_thread_for("`tx.send(v).await`", self.send(value))
+        goro_runtime::__private::block_on_thread_for("`tx.send(v).await`", self.send(value))
     }
 
     /// Makes the channel never close by its senders going away (an explicit `close` still
@@ -287,7 +287,7 @@ impl<T> Receiver<T> {
     /// ```
     #[track_caller]
     pub fn recv_blocking(&self) -> Option<T> {
-        goro_runtime::block_on_thread_for("`rx.recv().await`", self.recv())
+        goro_runtime::__private::block_on_thread_for("`rx.recv().await`", self.recv())
     }
 
     /// A blocking iterator over the received values, ending when the channel is closed and
@@ -373,7 +373,7 @@ impl<T> Iterator for Iter<'_, T> {
     type Item = T;
     #[track_caller]
     fn next(&mut self) -> Option<T> {
-        goro_runtime::block_on_thread_for("`while let Some(v) = rx.recv().await`", self.rx.recv())
+        goro_runtime::__private::block_on_thread_for("`while let Some(v) = rx.recv().await`", self.rx.recv())
     }
 }
 

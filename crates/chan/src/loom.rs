@@ -9,7 +9,7 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
 pub(crate) use std::sync::atomic::Ordering;
 
 /// `UnsafeCell` with loom's closure API (`with`, `with_mut`): goro-runtime's shim.
-pub(crate) use goro_runtime::shim::UnsafeCell;
+pub(crate) use goro_runtime::__private::shim::UnsafeCell;
 
 /// A lock with explicit `lock`/`unlock` (no guard), so `select` can hold the locks of several
 /// channels at once, taken in address order.
@@ -89,7 +89,7 @@ impl RawLock {
     fn lock_contended(&self) {
         // A wait in goro's own lock, not a blocking call of the user's, to sysmon (the sleeps
         // below last as long as the holder is descheduled).
-        goro_runtime::shim::lock_wait(|| self.spin_then_sleep());
+        goro_runtime::__private::shim::lock_wait(|| self.spin_then_sleep());
     }
 
     #[cfg(not(loom))]

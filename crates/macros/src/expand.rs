@@ -160,7 +160,7 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
     inner.push(Out::Copy(Src::Item, func.body..func.body + 1));
     let fut = vec![Out::Code("__goro_main()")];
     // `(&Main::new(builder, fut)).run()`: main runs as a G of its own when the future is
-    // `Send + 'static`, else on the calling thread (see `goro_runtime::entry`).
+    // `Send + 'static`, else on the calling thread (see `goro_runtime::__private::entry`).
     let mut builder = vec![Out::Code("::goro::Builder::new()")];
     if let Some(n) = args.max_procs {
         builder.push(Out::Code(".max_procs"));

@@ -18,7 +18,7 @@
 //! always is, `run` spawns it as a G of its own (Go's main goroutine: it runs on whichever P
 //! is free) and the calling thread only waits for it, so a G that computes without a yield
 //! point can never hold main up by landing on main's thread. Otherwise it runs on the calling
-//! thread, as `Runtime::block_on` does. The compiler picks the way (see `goro_runtime::entry`).
+//! thread, as `Runtime::block_on` does. The compiler picks the way (see `goro_runtime::__private::entry`).
 //!
 //! The return type (`-> R`) is optional, and anything `main` or a `#[test]` may return works
 //! (`Result<(), E>` with `E: Debug`, ...). The function's attributes (doc comments,

@@ -94,13 +94,14 @@ mod checkdead;
 mod config;
 pub mod coop;
 mod current;
-#[doc(hidden)]
-pub mod entry;
-#[doc(hidden)]
-pub mod fatal;
+mod entry;
+mod fatal;
 mod g;
 mod globrunq;
 mod idle;
+// `io` and `time` are plumbing too (see `__private`); they stay reachable at the root, hidden,
+// because the examples in their own docs name them there.
+#[doc(hidden)]
 pub mod io;
 mod loom;
 mod m;
@@ -117,11 +118,11 @@ mod runtime;
 mod sched;
 mod schedule;
 mod sigquit;
-#[doc(hidden)]
-pub mod synctest;
+mod synctest;
 mod syscall;
 mod sysmon;
 mod threads;
+#[doc(hidden)]
 pub mod time;
 mod timer;
 mod traceback;
@@ -130,36 +131,74 @@ mod yield_now;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use block_on_thread::{block_on_thread, block_on_thread_for};
+pub use g::{JoinError, JoinHandle, WaitReason};
+pub use metrics::Metrics;
 #[cfg(loom)]
 pub use model::model;
-
-/// Inside `goro::model`, panics saying that `what` (the facade's `goro::net`, `goro::signal`)
-/// cannot be used in a model; elsewhere does nothing. Those modules exist in a loom build so
-/// that a crate whose binaries use them builds for its model tests. Not a public API.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn refuse_io_in_model(what: &str) {
-    if model::active() {
-        model::no_io(what);
-    }
-}
-pub use syscall::syscall;
-
-/// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each crate's
-/// `loom.rs` re-exports these). Not part of the public API.
-#[doc(hidden)]
-pub mod shim {
-    pub use crate::current::lock_wait;
-    pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
-}
-pub use g::{JoinError, JoinHandle, WaitReason, HEADER_SIZE};
-pub use metrics::Metrics;
 pub use panics::UnhandledPanic;
-pub use runtime::{
-    can_spin, current_proc_index, dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason,
-    Builder, Runtime,
-};
+pub use runtime::{dump, go, goroutines, max_procs, metrics, num_goroutine, run, set_wait_reason, Builder, Runtime};
 pub use sigquit::dump_on_sigquit;
+pub use syscall::syscall;
 pub use traceback::{Goroutine, GoroutineStatus};
 pub use yield_now::{yield_now, YieldNow};
+
+// Examples in the docs of `block_on_thread`, `can_spin` and `current_proc_index` name them at
+// the root: hidden there, their home is `__private`.
+#[doc(hidden)]
+pub use block_on_thread::block_on_thread;
+#[doc(hidden)]
+pub use runtime::{can_spin, current_proc_index};
+// The runtime's own modules name these at the root.
+#[cfg(loom)]
+pub(crate) use __private::refuse_io_in_model;
+pub(crate) use block_on_thread::block_on_thread_for;
+
+/// What goro's other crates (`goro-chan`, `goro-sync`, `goro-macros` through the facade, and
+/// the facade `goro-rt`) need of the runtime and users do not: the I/O registrations behind
+/// `goro::net`, the raw timer behind `goro::time`, the bubbles behind `goro::synctest`, the
+/// entry points of `#[goro::main]`, the loom-or-std lock, the `*_blocking` calls' parker. Not a
+/// public API: it changes with the runtime.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::block_on_thread::{block_on_thread, block_on_thread_for};
+    pub use crate::coop::at_poll_end;
+    pub use crate::g::HEADER_SIZE;
+    pub use crate::io;
+    pub use crate::runtime::{can_spin, current_proc_index};
+    pub use crate::time;
+
+    /// The bubbles of `goro::synctest`: tags, seeds, the bubble's clock and its waits.
+    pub mod synctest {
+        pub use crate::synctest::{
+            check_tag, current_seed, panic_message, set_wait_reason_of, splitmix64, system_now, tag, wait, wait_exit,
+            BubbleSpec, BubbleSummary, Policy, Wait, WaitExit, ANY, DEADLOCK, NONE_OF_THEM, ROOT_EXITED,
+        };
+    }
+
+    /// How `#[goro::main]` and `#[goro::test]` run their function.
+    pub mod entry {
+        pub use crate::entry::{Main, RunAsG, RunOnThread};
+    }
+
+    /// How a run ends early (what `Runtime::poll_ending` returns).
+    pub mod fatal {
+        pub use crate::fatal::Ending;
+    }
+
+    /// The loom-or-std cell and mutex that goro's crates share (one copy of the shim: each
+    /// crate's `loom.rs` re-exports these).
+    pub mod shim {
+        pub use crate::current::lock_wait;
+        pub use crate::loom::{Mutex, MutexGuard, UnsafeCell};
+    }
+
+    /// Inside `goro::model`, panics saying that `what` (the facade's `goro::net`,
+    /// `goro::signal`) cannot be used in a model; elsewhere does nothing. Those modules exist in
+    /// a loom build so that a crate whose binaries use them builds for its model tests.
+    #[cfg(loom)]
+    pub fn refuse_io_in_model(what: &str) {
+        if crate::model::active() {
+            crate::model::no_io(what);
+        }
+    }
+}

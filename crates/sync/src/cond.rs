@@ -145,7 +145,7 @@ impl Cond {
     /// ```
     #[track_caller]
     pub fn wait_blocking<'a, T: ?Sized>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        goro_runtime::block_on_thread_for("`cond.wait(guard).await`", self.wait(guard))
+        goro_runtime::__private::block_on_thread_for("`cond.wait(guard).await`", self.wait(guard))
     }
 
     /// Wakes the waiter that has waited longest, if any (Go's `Signal`). The caller need not

@@ -31,7 +31,7 @@ pub(crate) use std::cell::UnsafeCell as UntrackedUnsafeCell;
 
 /// `UnsafeCell` with loom's closure API, and a mutex whose `lock` cannot fail (`const fn new`
 /// outside loom): goro-runtime's shim, shared by every goro crate.
-pub(crate) use goro_runtime::shim::{Mutex, MutexGuard, UnsafeCell};
+pub(crate) use goro_runtime::__private::shim::{Mutex, MutexGuard, UnsafeCell};
 
 /// Locks `mu` from code that may run in a G, where the lock can be held for long by another
 /// thread (a `Once`'s action, a map shard's copy of a large table): if it is held, the wait is a

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //!
-//! One *local* slot per P (indexed by [`goro_runtime::current_proc_index`], modulo the slot count
+//! One *local* slot per P (indexed by [`goro_runtime::__private::current_proc_index`], modulo the slot count
 //! fixed at creation), plus one more for callers off goro (plain threads, other executors), each
 //! [`CachePadded`] so that Ps do not share cache lines. A slot holds, under its own lock, a
 //! `private` value (Go's `poolLocal.private`) and a `shared` deque (Go's `poolChain`): the owner
@@ -210,7 +210,7 @@ impl<T> Pool<T> {
     /// The slot of the caller: its P's, or the last one off goro.
     fn my_slot(&self) -> usize {
         let procs = self.locals.len() - 1;
-        match goro_runtime::current_proc_index() {
+        match goro_runtime::__private::current_proc_index() {
             Some(p) => p % procs,
             None => procs,
         }

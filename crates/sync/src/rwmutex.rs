@@ -150,7 +150,7 @@ impl<T: ?Sized> RwMutex<T> {
     /// ```
     #[track_caller]
     pub fn read_blocking(&self) -> RwMutexReadGuard<'_, T> {
-        goro_runtime::block_on_thread_for("`rw.read().await`", self.read())
+        goro_runtime::__private::block_on_thread_for("`rw.read().await`", self.read())
     }
 
     /// Locks for writing, blocking the calling thread: [`write`](RwMutex::write) for plain
@@ -163,7 +163,7 @@ impl<T: ?Sized> RwMutex<T> {
     /// ```
     #[track_caller]
     pub fn write_blocking(&self) -> RwMutexWriteGuard<'_, T> {
-        goro_runtime::block_on_thread_for("`rw.write().await`", self.write())
+        goro_runtime::__private::block_on_thread_for("`rw.write().await`", self.write())
     }
 
     /// Takes a read lock if that is possible without waiting (Go's `TryRLock`): `None` while a

@@ -231,7 +231,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire_blocking(&self, k: usize) {
-        goro_runtime::block_on_thread_for("`sem.acquire(k).await`", self.acquire(k));
+        goro_runtime::__private::block_on_thread_for("`sem.acquire(k).await`", self.acquire(k));
     }
 
     /// Takes `k` permits if they are available and nobody is waiting; `false` (and nothing
@@ -300,7 +300,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire_guard_blocking(&self, k: usize) -> SemaphorePermit<'_> {
-        goro_runtime::block_on_thread_for("`sem.acquire_guard(k).await`", self.acquire_guard(k))
+        goro_runtime::__private::block_on_thread_for("`sem.acquire_guard(k).await`", self.acquire_guard(k))
     }
 
     /// [`acquire_guard`](Semaphore::acquire_guard) for a semaphore in an `Arc`: the guard holds
@@ -374,7 +374,7 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn acquire_owned_blocking(self: Arc<Self>, k: usize) -> OwnedSemaphorePermit {
-        goro_runtime::block_on_thread_for("`sem.acquire_owned(k).await`", self.acquire_owned(k))
+        goro_runtime::__private::block_on_thread_for("`sem.acquire_owned(k).await`", self.acquire_owned(k))
     }
 
     /// Gives back `k` permits, letting waiters through in order while they fit (x/sync's

@@ -239,7 +239,7 @@ impl WaitGroup {
     /// ```
     #[track_caller]
     pub fn wait_blocking(&self) {
-        goro_runtime::block_on_thread_for("`wg.wait().await`", self.wait());
+        goro_runtime::__private::block_on_thread_for("`wg.wait().await`", self.wait());
     }
 
     /// Adds one to the counter and starts a G running `fut` that calls [`done`](WaitGroup::done)

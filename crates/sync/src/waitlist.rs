@@ -94,7 +94,7 @@ impl<X> WaitList<X> {
     pub(crate) fn new(extra: X) -> WaitList<X> {
         WaitList {
             inner: Mutex::new(Links { head: ptr::null(), tail: ptr::null(), len: 0, extra }),
-            bubble: goro_runtime::synctest::tag(),
+            bubble: goro_runtime::__private::synctest::tag(),
         }
     }
 
@@ -110,7 +110,7 @@ impl<X> WaitList<X> {
     /// synctest bubble when the primitive was made in the caller's bubble).
     #[inline]
     pub(crate) fn park_reason(&self, reason: goro_runtime::WaitReason) {
-        goro_runtime::synctest::set_wait_reason_of(reason, self.bubble);
+        goro_runtime::__private::synctest::set_wait_reason_of(reason, self.bubble);
     }
 
     /// Takes the list's lock.

@@ -228,7 +228,7 @@ impl<E: Clone> Group<E> {
     /// ```
     #[track_caller]
     pub fn wait_blocking(&self) -> Result<(), E> {
-        goro_runtime::block_on_thread_for("`group.wait().await`", self.wait())
+        goro_runtime::__private::block_on_thread_for("`group.wait().await`", self.wait())
     }
 }
 

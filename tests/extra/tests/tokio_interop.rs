@@ -170,7 +170,7 @@ fn w10_timing() {
         rows[0].1.push(t.elapsed().as_nanos() as f64 / total);
         assert_eq!(*m.try_lock().unwrap(), GS * N);
 
-        let m = Arc::new(goro_runtime::shim::Mutex::new(0usize));
+        let m = Arc::new(goro_runtime::__private::shim::Mutex::new(0usize));
         let t = std::time::Instant::now();
         goro_rt.block_on(async {
             let hs: Vec<_> = (0..GS)
@@ -221,7 +221,7 @@ fn w10_timing() {
         });
         rows[3].1.push(t.elapsed().as_nanos() as f64 / total);
 
-        let m = goro_runtime::shim::Mutex::new(0usize);
+        let m = goro_runtime::__private::shim::Mutex::new(0usize);
         let t = std::time::Instant::now();
         std::thread::scope(|s| {
             for _ in 0..GS {

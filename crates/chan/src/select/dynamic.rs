@@ -213,7 +213,7 @@ impl<'a> Select<'a> {
     /// ```
     #[track_caller]
     pub fn wait_blocking(&mut self) -> Option<usize> {
-        goro_runtime::block_on_thread_for("`sel.wait().await`", self.wait())
+        goro_runtime::__private::block_on_thread_for("`sel.wait().await`", self.wait())
     }
 
     /// The outcome of receive case `token`, which must be the case that fired: `Some(v)`, or

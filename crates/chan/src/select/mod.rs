@@ -94,7 +94,7 @@ fn park_reason(cases: &[&dyn Case]) -> goro_runtime::WaitReason {
 /// has no channel but nil ones and those of every bubble (Go's `select {}` in a bubble is
 /// durably blocked).
 fn bubble_of(cases: &[&dyn Case]) -> u64 {
-    use goro_runtime::synctest::{ANY, NONE_OF_THEM};
+    use goro_runtime::__private::synctest::{ANY, NONE_OF_THEM};
     let mut owner = ANY;
     for b in cases.iter().filter_map(|c| c.bubble()).filter(|&b| b != ANY) {
         if owner == ANY {
@@ -123,7 +123,7 @@ impl Core {
         let polled = self.poll_select(cases, has_default, cx);
         if polled.is_pending() {
             // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            goro_runtime::synctest::set_wait_reason_of(park_reason(cases), bubble_of(cases));
+            goro_runtime::__private::synctest::set_wait_reason_of(park_reason(cases), bubble_of(cases));
         }
         polled
     }
@@ -370,7 +370,7 @@ fn seed(addr: u64) -> u64 {
 #[doc(hidden)]
 #[track_caller]
 pub fn block_on<F: Future>(fut: F) -> F::Output {
-    goro_runtime::block_on_thread_for("`goro::select!`", fut)
+    goro_runtime::__private::block_on_thread_for("`goro::select!`", fut)
 }
 
 /// Turns whatever a `select!` case names into an optional handle: a `Receiver`, a reference to

@@ -1,5 +1,5 @@
 //! Loom models of the sync types' races (`RUSTFLAGS="--cfg loom" cargo test -p goro-sync --lib
-//! --release loom_`). Threads block with the `*_blocking` calls (`goro_runtime::block_on_thread`,
+//! --release loom_`). Threads block with the `*_blocking` calls (`goro_runtime::__private::block_on_thread`,
 //! whose waker unparks a loom thread), and cancellation is modelled by polling a future once by
 //! hand and dropping it while other threads act, so every hand-off, wake-up and cancellation
 //! path runs under the model checker. Data that a lock or a wait must order is a loom

@@ -183,7 +183,7 @@ fn loom_mutex_hand_off_races_an_arrival() {
             thread::spawn(move || bump_try_first(&m))
         };
         drop(barger); // hands the lock to `first`
-        let g = goro_runtime::block_on_thread(first.as_mut());
+        let g = goro_runtime::__private::block_on_thread(first.as_mut());
         // SAFETY: the guard excludes every other access.
         g.with_mut(|p| unsafe { *p += 1 });
         drop(g);

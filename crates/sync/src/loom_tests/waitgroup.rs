@@ -123,7 +123,7 @@ fn loom_wg_new_round_not_released_by_old_zero() {
         assert!(old.as_mut().poll(&mut cx).is_pending());
         let w = wg.clone();
         let doner = thread::spawn(move || w.done());
-        goro_runtime::block_on_thread(first.as_mut());
+        goro_runtime::__private::block_on_thread(first.as_mut());
         // Round 2, possibly while `old` is still queued for round 1's release (Go calls this a
         // misuse; goro tolerates it).
         wg.add(1);
@@ -153,7 +153,7 @@ fn loom_wg_drop_while_draining() {
         assert!(second.as_mut().poll(&mut cx).is_pending());
         let w = wg.clone();
         let doner = thread::spawn(move || w.done());
-        goro_runtime::block_on_thread(first.as_mut());
+        goro_runtime::__private::block_on_thread(first.as_mut());
         drop(second);
         doner.join().unwrap();
         wg.add(1);

@@ -160,7 +160,7 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[track_caller]
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        goro_runtime::block_on_thread_for("`mutex.lock().await`", Lock { lock: self, op: None })
+        goro_runtime::__private::block_on_thread_for("`mutex.lock().await`", Lock { lock: self, op: None })
     }
 
     /// Locks if no one holds the mutex (Go's `TryLock`); never waits. As in Go it may take the

@@ -350,7 +350,7 @@ impl RawMutex {
     #[cfg(not(loom))]
     fn now(&self) -> WaitStart {
         if self.waiters.bubble() != 0 {
-            goro_runtime::time::now()
+            goro_runtime::__private::time::now()
         } else {
             Instant::now()
         }

@@ -8,7 +8,7 @@
 //! spinning can help: on more than one CPU, while at least one other P is running (it may be
 //! running the holder), and while this P has nothing else to run (its local run queue is empty).
 //! That is `runtime_canSpin`, asked again before every round as Go asks it, through
-//! [`goro_runtime::can_spin`].
+//! [`goro_runtime::__private::can_spin`].
 //!
 //! # How long a round lasts
 //!
@@ -93,7 +93,7 @@ impl Spin {
 fn can_spin() -> bool {
     static MULTICORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *MULTICORE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-        && goro_runtime::can_spin()
+        && goro_runtime::__private::can_spin()
 }
 
 #[cfg(loom)]

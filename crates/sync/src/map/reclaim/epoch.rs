@@ -111,7 +111,7 @@ impl Anchor {
     /// Pins an anchor for the rest of the poll, if there is a poll.
     #[cold]
     fn start(&self) -> bool {
-        if !goro_runtime::coop::at_poll_end(drop_anchor) {
+        if !goro_runtime::__private::at_poll_end(drop_anchor) {
             return false;
         }
         // A first pin may collect garbage (crossbeam does so every 128 of them), and a
