@@ -42,7 +42,7 @@ fn tokio_rt(workers: usize) -> tokio::runtime::Runtime {
 
 /// The runtimes, built once per process and kept (their threads sleep between rows).
 struct Runtimes {
-    goro: goro::Runtime,
+    goro: goro::runtime::Runtime,
     /// Side A of the tokio_tokio rows (the goro runtime's stand-in).
     tokio_a: tokio::runtime::Runtime,
     tokio_w1: tokio::runtime::Runtime,
@@ -52,7 +52,7 @@ struct Runtimes {
 fn rts() -> &'static Runtimes {
     static RTS: OnceLock<Runtimes> = OnceLock::new();
     RTS.get_or_init(|| Runtimes {
-        goro: goro::Builder::new().max_procs(WORKERS).build().expect("goro runtime"),
+        goro: goro::runtime::Builder::new().max_procs(WORKERS).build().expect("goro runtime"),
         tokio_a: tokio_rt(WORKERS),
         tokio_w1: tokio_rt(1),
         tokio_w2: tokio_rt(2),

@@ -79,7 +79,7 @@ fn main() {
     if points.is_empty() {
         points = vec![1_000, 10_000, 100_000, 1_000_000];
     }
-    let rt = goro::Builder::new().max_procs(2).build().expect("runtime");
+    let rt = goro::runtime::Builder::new().max_procs(2).build().expect("runtime");
     for live in points {
         rt.block_on(async move {
             // Park `live` Gs on a gate that closes at the end of the point.
@@ -93,7 +93,7 @@ fn main() {
             }
             // Every parked G has run once and waits (its first poll queued its sudog).
             while goro::runtime::metrics().local_runq + goro::runtime::metrics().global_runq > 0 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             for (id, units, once) in [
                 (
@@ -109,7 +109,7 @@ fn main() {
                 for _ in 0..RUNS {
                     per_unit.push(once().await.as_nanos() as f64 / units as f64);
                 }
-                assert!(goro::num_goroutine() as u64 > live, "the parked Gs are still alive");
+                assert!(goro::runtime::num_goroutine() as u64 > live, "the parked Gs are still alive");
                 println!("growth {id} live={live} goro median_ns_per_unit={:.1} runs={RUNS}", median(per_unit));
             }
             drop(gate_tx); // closes the gate

@@ -157,7 +157,7 @@ fn benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(20));
 
-    let goro_rt = goro::Builder::new().max_procs(WORKERS).build().expect("goro runtime");
+    let goro_rt = goro::runtime::Builder::new().max_procs(WORKERS).build().expect("goro runtime");
     // The client is a G, which any M may run; the main G waits for it.
     g.bench_function("goro", |b| {
         b.iter_custom(|iters| goro_rt.block_on(async move { goro::go(runs::<Goro>(iters)).await.unwrap() }))

@@ -41,7 +41,7 @@ async fn yields() {
         .map(|_| {
             goro::go(async {
                 for _ in 0..YIELDS {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
             })
         })
@@ -52,7 +52,7 @@ async fn yields() {
 }
 
 fn one_p<F: Future>(f: F) -> F::Output {
-    let rt = goro::Builder::new().max_procs(1).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
     rt.block_on(f)
 }
 

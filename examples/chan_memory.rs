@@ -35,9 +35,9 @@ where
     }
     // Let every G be polled once, so each is parked, not just queued.
     while goro::runtime::metrics().local_runq + goro::runtime::metrics().global_runq > 0 {
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
-    goro::yield_now().await;
+    goro::runtime::yield_now().await;
     let after = rss_bytes();
     // Kept alive (leaked) so that no later measurement reuses their memory.
     std::mem::forget(handles);
@@ -64,7 +64,7 @@ fn main() {
     println!("{n} unbuffered channels: {per_chan:.0} bytes each (the shared hchan allocation, beyond the two handles)");
     std::mem::forget(chans); // kept, so the Gs below do not reuse their memory
 
-    let rt = goro::Builder::new().max_procs(2).build().expect("runtime");
+    let rt = goro::runtime::Builder::new().max_procs(2).build().expect("runtime");
     let g = 200_000;
     let (parked, recv, send) = rt.block_on(async move {
         per_g(20_000, pending::<()>).await; // warm-up: the runtime's own first allocations

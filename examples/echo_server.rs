@@ -137,7 +137,7 @@ async fn client(id: usize, addr: SocketAddr) -> io::Result<u64> {
 /// Starts the server, runs the clients, shuts the server down, and checks the counts.
 #[goro::main]
 async fn main() {
-    let before = goro::num_goroutine();
+    let before = goro::runtime::num_goroutine();
     let start = Instant::now();
     let (ctx, cancel) = context::with_timeout(&Context::background(), TIMEOUT);
 
@@ -175,9 +175,9 @@ async fn main() {
     grace.or_done(handlers.wait()).await.expect("connection handlers still running 5 s after the clients left");
     cancel_grace();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while goro::num_goroutine() > before {
-        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::num_goroutine());
-        goro::yield_now().await;
+    while goro::runtime::num_goroutine() > before {
+        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::runtime::num_goroutine());
+        goro::runtime::yield_now().await;
     }
 
     let connections = stats.connections.load(Ordering::Relaxed);
@@ -191,7 +191,7 @@ async fn main() {
     println!(
         "every echo matched; server shut down by its context ({}), {} goroutine(s) left; total {:.1?}",
         ctx.err().unwrap(),
-        goro::num_goroutine(),
+        goro::runtime::num_goroutine(),
         start.elapsed()
     );
 }

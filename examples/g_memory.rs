@@ -14,26 +14,27 @@ fn rss_bytes() -> usize {
 
 fn main() {
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
-    let rt = goro::Builder::new().max_procs(2).build().expect("runtime");
+    let rt = goro::runtime::Builder::new().max_procs(2).build().expect("runtime");
     let (before, after) = rt.block_on(async move {
         let before = rss_bytes();
         let mut handles = Vec::with_capacity(n);
-        let vec_bytes = n * std::mem::size_of::<goro::JoinHandle<()>>();
+        let vec_bytes = n * std::mem::size_of::<goro::runtime::JoinHandle<()>>();
         for _ in 0..n {
             handles.push(goro::go(pending::<()>()));
         }
         // Let every G be polled once, so each is parked, not just queued.
         while goro::runtime::metrics().local_runq + goro::runtime::metrics().global_runq > 0 {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
         let after = rss_bytes();
-        assert_eq!(goro::num_goroutine(), n + 1);
+        assert_eq!(goro::runtime::num_goroutine(), n + 1);
         drop(handles);
         (before, after - vec_bytes)
     });
     let per_g = (after - before) as f64 / n as f64;
-    println!("G header: {} bytes (size_of)", goro::runtime::HEADER_SIZE);
+    // The header's size is a layout detail of the runtime crate, outside goro's API.
+    println!("G header: {} bytes (size_of)", goro_runtime::__private::HEADER_SIZE);
     println!(
         "{n} parked Gs on `pending::<()>()`: RSS grew {:.1} MiB = {per_g:.0} bytes per G",
         (after - before) as f64 / (1 << 20) as f64

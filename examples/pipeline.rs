@@ -73,7 +73,7 @@ fn merge(ctx: Context, wg: &WaitGroup, inputs: Vec<Receiver<u64>>) -> Receiver<u
 
 #[goro::main]
 async fn main() {
-    let before = goro::num_goroutine();
+    let before = goro::runtime::num_goroutine();
     let start = Instant::now();
 
     // A deadline for the whole job, and under it the cancel that says "we have enough".
@@ -85,7 +85,7 @@ async fn main() {
     let workers: Vec<_> = (0..WORKERS).map(|_| sq(ctx.clone(), &stages, nums.clone())).collect();
     drop(nums);
     let out = merge(ctx.clone(), &stages, workers);
-    println!("pipeline: gen -> {WORKERS} x sq -> merge; {} goroutines running", goro::num_goroutine());
+    println!("pipeline: gen -> {WORKERS} x sq -> merge; {} goroutines running", goro::runtime::num_goroutine());
 
     for _ in 0..WANT {
         let n = out.recv().await.expect("the pipeline is endless until cancelled");
@@ -101,11 +101,11 @@ async fn main() {
 
     // The stages have returned; their Gs finish right after. Wait (bounded) for the count.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while goro::num_goroutine() > before {
-        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::num_goroutine());
-        goro::yield_now().await;
+    while goro::runtime::num_goroutine() > before {
+        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::runtime::num_goroutine());
+        goro::runtime::yield_now().await;
     }
-    println!("all stages returned: {} goroutine(s) left, as before the pipeline", goro::num_goroutine());
+    println!("all stages returned: {} goroutine(s) left, as before the pipeline", goro::runtime::num_goroutine());
     println!("the job itself is still live (err = {:?}); done in {:?}", job.err(), start.elapsed());
     cancel_job();
 }

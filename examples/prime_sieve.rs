@@ -110,7 +110,7 @@ fn sequential_primes(n: usize) -> Vec<u64> {
 /// The prime sieve: daisy-chains `filter` Gs (Go's `main`).
 #[goro::main]
 async fn main() {
-    let before = goro::num_goroutine();
+    let before = goro::runtime::num_goroutine();
     let start = Instant::now();
 
     let (tx, mut ch) = goro::chan::<u64>(0); // Create a new channel.
@@ -128,7 +128,7 @@ async fn main() {
         "prime sieve: {} primes through a chain of {} filter Gs in {elapsed:.1?} ({} goroutines running)",
         primes.len(),
         PRIMES,
-        goro::num_goroutine()
+        goro::runtime::num_goroutine()
     );
     println!("  the last ten: {:?}", &primes[PRIMES - 10..]);
 
@@ -140,13 +140,13 @@ async fn main() {
     // on down the chain to `generate`. Wait (bounded) for every G to end.
     drop(ch);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while goro::num_goroutine() > before {
-        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::num_goroutine());
-        goro::yield_now().await;
+    while goro::runtime::num_goroutine() > before {
+        assert!(Instant::now() < deadline, "leaked goroutines: {} > {before}", goro::runtime::num_goroutine());
+        goro::runtime::yield_now().await;
     }
     println!(
         "  the chain unwound once main dropped its end: {} goroutine(s) left; total {:.1?}",
-        goro::num_goroutine(),
+        goro::runtime::num_goroutine(),
         start.elapsed()
     );
 }

@@ -86,7 +86,7 @@ struct Broker {
 
 impl Broker {
     /// Go's `b := NewBroker(); go b.run(ctx)`: the handle returns the drop counts at shutdown.
-    fn start(ctx: &Context) -> (Broker, goro::JoinHandle<BTreeMap<String, u32>>) {
+    fn start(ctx: &Context) -> (Broker, goro::runtime::JoinHandle<BTreeMap<String, u32>>) {
         // Unbuffered: a request is taken by the broker itself, so once `subscribe` returns, the
         // next publish reaches the new subscriber; and once the broker is gone, nothing takes one.
         let b = Broker { subscribe: Chan::new(0), unsubscribe: Chan::new(0), publish: Chan::new(0), done: ctx.done() };
@@ -200,7 +200,7 @@ async fn consume(b: Broker, name: &'static str, ch: Receiver<Msg>, work: Duratio
 #[goro::main]
 async fn main() {
     let start = Instant::now();
-    assert_eq!(goro::num_goroutine(), 1, "main is the only G, as in Go");
+    assert_eq!(goro::runtime::num_goroutine(), 1, "main is the only G, as in Go");
     let (ctx, cancel) = context::with_cancel(&Context::background());
     let (broker, broker_g) = Broker::start(&ctx);
 
@@ -271,9 +271,9 @@ async fn main() {
 
     // No G is left: the broker and the subscribers have returned (their Gs end right after).
     let deadline = Instant::now() + Duration::from_secs(5);
-    while goro::num_goroutine() > 1 {
-        assert!(Instant::now() < deadline, "leaked goroutines: {}", goro::num_goroutine());
-        goro::yield_now().await;
+    while goro::runtime::num_goroutine() > 1 {
+        assert!(Instant::now() < deadline, "leaked goroutines: {}", goro::runtime::num_goroutine());
+        goro::runtime::yield_now().await;
     }
-    println!("{} goroutine left; done in {:?}", goro::num_goroutine(), start.elapsed());
+    println!("{} goroutine left; done in {:?}", goro::runtime::num_goroutine(), start.elapsed());
 }

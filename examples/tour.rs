@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// thread becomes M0 and runs the body as the main G, like Go's `func main`.
 #[goro::main]
 async fn main() {
-    println!("goro tour: {} Ps (GORO_MAXPROCS overrides the CPU count)\n", goro::max_procs());
+    println!("goro tour: {} Ps (GORO_MAXPROCS overrides the CPU count)\n", goro::runtime::max_procs());
     goroutines().await;
     channels().await;
     select_with_timeouts().await;
@@ -263,7 +263,7 @@ async fn blocking_calls() {
     // also runs Gs, so a syscall there would hold the main future up (not the other Gs).
     let (n, took) = goro::go(async {
         let (tx, rx): (Sender<u64>, Receiver<u64>) = goro::chan(0);
-        let blockers: Vec<_> = (0..goro::max_procs())
+        let blockers: Vec<_> = (0..goro::runtime::max_procs())
             .map(|_| goro::go(async { goro::syscall(|| std::thread::sleep(Duration::from_millis(100))) }))
             .collect();
         let start = Instant::now();
@@ -294,7 +294,7 @@ async fn blocking_calls() {
     // of one P (run on a plain thread, which this G waits for inside goro::syscall).
     let (waited, ops, preemptions) = goro::syscall(|| {
         std::thread::spawn(|| {
-            let rt = goro::Builder::new().max_procs(1).build().expect("runtime");
+            let rt = goro::runtime::Builder::new().max_procs(1).build().expect("runtime");
             rt.block_on(async {
                 let stop = Arc::new(AtomicBool::new(false));
                 let s = stop.clone();

@@ -120,7 +120,7 @@ async fn main() {
     println!("...");
     println!(
         "{NUM_JOBS} jobs of {JOB_TIME:?} on {NUM_WORKERS} worker Gs ({} Ps) in {elapsed:.1?}: {received} results",
-        goro::max_procs()
+        goro::runtime::max_procs()
     );
 
     let missing: Vec<u64> = (1..=NUM_JOBS).filter(|&j| seen[j as usize] == 0).collect();

@@ -36,8 +36,8 @@
 //!   timer ([`time::sleep`](crate::time::sleep), `after`, `tick`, `Timer`, `Ticker`,
 //!   `after_func`, `timeout`, context deadlines), and [`wait`] itself;
 //! - beyond Go: [`Mutex`](crate::sync::Mutex), [`RwMutex`](crate::sync::RwMutex) and
-//!   [`Semaphore`](crate::sync::Semaphore) made in the bubble, and awaiting a
-//!   [`JoinHandle`](crate::JoinHandle) of a G of the bubble. Go cannot count a `sync.Mutex`,
+//!   [`Semaphore`](crate::sync::semaphore::Semaphore) made in the bubble, and awaiting a
+//!   [`JoinHandle`](crate::runtime::JoinHandle) of a G of the bubble. Go cannot count a `sync.Mutex`,
 //!   because its holder may be outside the bubble and nothing records who holds it; a goro
 //!   lock made in the bubble is one the bubble's Gs use, so only they can release it.
 //!   ([`Once`](crate::sync::Once) never blocks in a bubble: its action is synchronous, and the
@@ -196,7 +196,7 @@ pub async fn sleep(d: Duration) {
 ///         wg.add(1);
 ///         goro::go!(async move {
 ///             let v = n.load(std::sync::atomic::Ordering::SeqCst);
-///             goro::yield_now().await;
+///             goro::runtime::yield_now().await;
 ///             n.store(v + 1, std::sync::atomic::Ordering::SeqCst);
 ///             wg.done();
 ///         });
@@ -292,7 +292,7 @@ fn run<F: Future>(seed: u64, fut: F) -> (Result<F::Output, Box<dyn Any + Send>>,
     if goro_runtime::__private::synctest::current_seed().is_some() {
         panic!("goro: synctest::test called inside a synctest bubble");
     }
-    let rt = crate::Builder::new()
+    let rt = crate::runtime::Builder::new()
         .thread_name("goro-bubble")
         .bubble(spec(seed))
         .build()

@@ -565,7 +565,7 @@ fn pingpong_stays_on_one_p() {
         h.finish()
     }
     const TRIPS: u64 = 20_000;
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let (same, runnext) = rt.block_on(async {
         let before = goro::runtime::metrics().runnext_runs;
         let (ping_tx, ping_rx) = goro::chan::<u64>(0);

@@ -230,7 +230,7 @@ fn multi_consumer() {
                 goro::go(async move {
                     while let Some(v) = qrx.recv().await {
                         if PN[w % PN.len()] == v {
-                            goro::yield_now().await;
+                            goro::runtime::yield_now().await;
                         }
                         rtx.send(v).await.unwrap();
                     }

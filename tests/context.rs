@@ -227,7 +227,7 @@ fn cancel_removes_cancel_and_timeout_children() {
         let (c, _cancel) = context::with_timeout(&ctx, Duration::from_millis(1));
         wait_done(&c, "1ms timeout").await;
         while ctx.num_children() != 0 {
-            goro::yield_now().await; // the watchdog bounds this
+            goro::runtime::yield_now().await; // the watchdog bounds this
         }
         stop();
     });
@@ -469,7 +469,7 @@ trait IntoChannel<T> {
     fn into_channel(self) -> goro::chan::Receiver<T>;
 }
 
-impl<T: Send + 'static> IntoChannel<T> for goro::JoinHandle<T> {
+impl<T: Send + 'static> IntoChannel<T> for goro::runtime::JoinHandle<T> {
     fn into_channel(self) -> goro::chan::Receiver<T> {
         let (tx, rx) = goro::chan(1);
         goro::go(async move {
@@ -576,7 +576,7 @@ fn many_gs_and_threads_waiting_on_one_done_are_all_released() {
         let deadline = Instant::now() + HANG;
         while ready.load(SeqCst) < GS + THREADS {
             assert!(Instant::now() < deadline, "waiters did not start");
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         assert_eq!(results.try_recv(), Err(goro::chan::TryRecvError::Empty), "a waiter was released early");
         cancel();
@@ -611,7 +611,7 @@ fn err_is_set_before_done_closes() {
                         loop {
                             match c.done().try_recv() {
                                 Err(goro::chan::TryRecvError::Closed) => return c.err(),
-                                Err(goro::chan::TryRecvError::Empty) => goro::yield_now().await,
+                                Err(goro::chan::TryRecvError::Empty) => goro::runtime::yield_now().await,
                                 Ok(()) => panic!("a value on done"),
                             }
                         }
@@ -1008,7 +1008,7 @@ fn or_done_cancelled_mid_wait_loses_nothing() {
             let start = Instant::now();
             while parked.load(SeqCst) == 0 {
                 assert!(start.elapsed() < HANG, "the waiter never parked");
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             let canceller = goro::go(async move { cancel() });
             canceller.await.unwrap();

@@ -13,13 +13,13 @@
 mod common;
 
 use common::child::{is_child, run_child, run_child_status, run_command};
-use goro::Builder;
+use goro::runtime::Builder;
 use std::process::Command;
 use std::time::Duration;
 
 const DEADLOCK: &str = "all goroutines are asleep - deadlock!";
 
-fn rt(procs: usize) -> goro::Runtime {
+fn rt(procs: usize) -> goro::runtime::Runtime {
     Builder::new().max_procs(procs).in_test_harness().build().unwrap()
 }
 

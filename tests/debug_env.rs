@@ -82,7 +82,7 @@ fn busy_workload(d: Duration) {
                 goro::go(async move {
                     while !stop.load(SeqCst) {
                         spin_for(Duration::from_micros(50));
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 })
             })
@@ -102,7 +102,7 @@ fn busy_workload(d: Duration) {
 fn schedtrace_prints_sched_lines() {
     const ME: &str = "schedtrace_prints_sched_lines";
     if is_child(ME) {
-        assert_eq!(goro::run(async { goro::max_procs() }), 2);
+        assert_eq!(goro::run(async { goro::runtime::max_procs() }), 2);
         busy_workload(Duration::from_millis(500));
         return;
     }
@@ -143,12 +143,15 @@ fn bad_goro_maxprocs_warns_once_and_uses_the_default() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if is_child(ME) {
         // Asked several times, in several ways: still one warning.
-        assert_eq!(goro::max_procs(), cpus);
-        assert_eq!(goro::run(async { goro::max_procs() }), cpus);
-        assert_eq!(goro::Builder::new().build().unwrap().metrics().procs, cpus);
+        assert_eq!(goro::runtime::max_procs(), cpus);
+        assert_eq!(goro::run(async { goro::runtime::max_procs() }), cpus);
+        assert_eq!(goro::runtime::Builder::new().build().unwrap().metrics().procs, cpus);
         assert_eq!(goro::run(async { goro::go(async { 7 }).await.unwrap() }), 7);
         // An explicit max_procs does not look at the variable.
-        assert_eq!(goro::Builder::new().max_procs(1).build().unwrap().block_on(async { goro::max_procs() }), 1);
+        assert_eq!(
+            goro::runtime::Builder::new().max_procs(1).build().unwrap().block_on(async { goro::runtime::max_procs() }),
+            1
+        );
         return;
     }
     for bad in ["abc", "0", "-1", ""] {
@@ -163,10 +166,10 @@ fn bad_goro_maxprocs_warns_once_and_uses_the_default() {
 fn goro_maxprocs_sets_the_default() {
     const ME: &str = "goro_maxprocs_sets_the_default";
     if is_child(ME) {
-        assert_eq!(goro::max_procs(), 3);
-        assert_eq!(goro::run(async { goro::max_procs() }), 3);
-        assert_eq!(goro::Builder::new().build().unwrap().metrics().procs, 3);
-        assert_eq!(goro::Builder::new().max_procs(5).build().unwrap().metrics().procs, 5);
+        assert_eq!(goro::runtime::max_procs(), 3);
+        assert_eq!(goro::run(async { goro::runtime::max_procs() }), 3);
+        assert_eq!(goro::runtime::Builder::new().build().unwrap().metrics().procs, 3);
+        assert_eq!(goro::runtime::Builder::new().max_procs(5).build().unwrap().metrics().procs, 5);
         return;
     }
     for v in ["3", " 3 "] {

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{rt, watchdog, yield_until};
+use goro::runtime::WaitReason;
 use goro::runtime::{goroutines, Goroutine, GoroutineStatus};
-use goro::WaitReason;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -46,7 +46,7 @@ fn every_wait_reason(procs: usize) {
         wg.add(1);
         let m = Arc::new(goro::sync::Mutex::new(()));
         let rw = Arc::new(goro::sync::RwMutex::new(()));
-        let sem = Arc::new(goro::sync::Semaphore::new(1));
+        let sem = Arc::new(goro::sync::semaphore::Semaphore::new(1));
         let held_m = m.lock().await;
         let mut expect: Vec<(u64, WaitReason)> = Vec::new();
         let mut handles = Vec::new();
@@ -287,11 +287,11 @@ fn case_sigquit() {
     if common::child::is_child("case_sigquit") {
         use goro::__private::{Main, RunAsG as _};
         let ready = std::env::var("GORO_TEST_READY_FILE").unwrap();
-        let main = Main::new(goro::Builder::new().max_procs(2).deadlock_detection(false), async move {
+        let main = Main::new(goro::runtime::Builder::new().max_procs(2).deadlock_detection(false), async move {
             let (_tx, rx) = goro::chan::<u32>(0);
             let h = goro::go(async move { rx.recv().await });
             while goroutines().iter().all(|g| g.id != h.id() || g.status != GoroutineStatus::Waiting) {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             std::fs::write(&ready, "ready").unwrap();
             std::future::pending::<()>().await;

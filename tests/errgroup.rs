@@ -220,7 +220,7 @@ fn a_subtask_dropped_while_in_line_passes_its_slot_on() {
     g.set_limit(1);
     let (release_tx, release_rx) = goro::chan::<()>(0);
     {
-        let rt = goro::Builder::new().max_procs(1).build().unwrap();
+        let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
         rt.block_on(async {
             g.go(async move {
                 release_rx.recv().await;
@@ -294,7 +294,7 @@ fn go_wait_never_exceeds_the_limit() {
                     return Err(format!("{now} running at once"));
                 }
                 for _ in 0..3 {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
                 r.fetch_sub(1, SeqCst);
                 Ok(())
@@ -376,7 +376,7 @@ fn subtasks_add_subtasks() {
 /// A plain thread waits with `wait_blocking`.
 #[test]
 fn wait_blocking_from_a_thread() {
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let g = Group::<u8>::new();
     let (tx, rx) = goro::chan::<()>(0);
     rt.block_on(async {

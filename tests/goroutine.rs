@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use goro::JoinHandle;
+use goro::runtime::JoinHandle;
 use std::collections::HashSet;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,7 +45,7 @@ fn panicking_g_reports_its_payload() {
 
         // A panic after the G has already been suspended once.
         let err = goro::go(async {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             std::panic::panic_any(42u32)
         })
         .await
@@ -63,7 +63,7 @@ fn runtime_keeps_running_after_g_panics() {
             let panics: Vec<_> = (0..8)
                 .map(|i| {
                     goro::go(async move {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                         panic!("G {i} panics on purpose")
                     })
                 })
@@ -98,7 +98,7 @@ fn main_panic_propagates_and_runtime_stays_usable() {
                     r.wait().await;
                     7
                 }));
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 panic!("main boom");
             })
         }));
@@ -108,7 +108,7 @@ fn main_panic_propagates_and_runtime_stays_usable() {
 
         let survivor = survivor.take().unwrap();
         let got = rt.block_on(async move {
-            assert_eq!(goro::num_goroutine(), 2);
+            assert_eq!(goro::runtime::num_goroutine(), 2);
             release.set();
             let v = survivor.await.unwrap();
             v + goro::go(async { 1 }).await.unwrap()
@@ -130,7 +130,7 @@ fn run_propagates_main_panic() {
                 let _guard = guard;
                 std::future::pending::<()>().await
             }));
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             panic!("run boom")
         })
     }));
@@ -191,7 +191,7 @@ fn abort_of_a_running_g_cancels_it_at_its_next_yield() {
         let h = rt.spawn(async move {
             s.store(true, SeqCst);
             loop {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
         });
         // Aborted from a plain thread while an M keeps it busy.
@@ -222,7 +222,7 @@ fn dropping_the_handle_detaches_the_g() {
             let (g, f) = (go_on.clone(), finished.clone());
             let h = goro::go(async move {
                 g.wait().await;
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 f.set();
                 String::from("dropped with nobody to read it")
             });
@@ -282,7 +282,7 @@ fn is_finished_tracks_completion() {
         let e = ev.clone();
         let h = goro::go(async move { e.wait().await });
         for _ in 0..10 {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         assert!(!h.is_finished());
         ev.set();
@@ -314,10 +314,10 @@ fn handle_ids_are_unique() {
 #[test]
 fn num_goroutine_counts_main_and_returns_to_one() {
     let _w = watchdog("num_goroutine_counts_main_and_returns_to_one", LIMIT);
-    assert_eq!(goro::run(async { goro::num_goroutine() }), 1);
+    assert_eq!(goro::run(async { goro::runtime::num_goroutine() }), 1);
     for procs in [1, 2] {
         rt(procs).block_on(async {
-            assert_eq!(goro::num_goroutine(), 1);
+            assert_eq!(goro::runtime::num_goroutine(), 1);
             let ev = Event::new();
             let hs: Vec<_> = (0..100)
                 .map(|_| {
@@ -325,7 +325,7 @@ fn num_goroutine_counts_main_and_returns_to_one() {
                     goro::go(async move { e.wait().await })
                 })
                 .collect();
-            assert_eq!(goro::num_goroutine(), 101);
+            assert_eq!(goro::runtime::num_goroutine(), 101);
             assert_eq!(goro::runtime::metrics().goroutines, 101);
             ev.set();
             for h in hs {
@@ -333,14 +333,14 @@ fn num_goroutine_counts_main_and_returns_to_one() {
             }
             // A G leaves the count when its M finishes it, which may be a moment after its
             // JoinHandle saw the result on another M.
-            yield_until("num_goroutine back to 1", || goro::num_goroutine() == 1).await;
+            yield_until("num_goroutine back to 1", || goro::runtime::num_goroutine() == 1).await;
             // Aborted and panicked Gs leave it too.
             let a = goro::go(std::future::pending::<()>());
             let p = goro::go(async { panic!("counted out") });
             a.abort();
             let _ = a.await;
             let _ = p.await;
-            yield_until("num_goroutine back to 1 after abort and panic", || goro::num_goroutine() == 1).await;
+            yield_until("num_goroutine back to 1 after abort and panic", || goro::runtime::num_goroutine() == 1).await;
         });
     }
 }
@@ -371,7 +371,7 @@ fn num_goroutine_ignores_finished_gs_awaiting_unlink() {
             for h in hs {
                 h.await.unwrap();
             }
-            yield_until("num_goroutine back to 1", || goro::num_goroutine() == 1).await;
+            yield_until("num_goroutine back to 1", || goro::runtime::num_goroutine() == 1).await;
             assert_eq!(goro::runtime::metrics().goroutines, 1);
             // Gs still waiting are counted beside the finished ones.
             let ev = Event::new();
@@ -381,7 +381,7 @@ fn num_goroutine_ignores_finished_gs_awaiting_unlink() {
                     goro::go(async move { e.wait().await })
                 })
                 .collect();
-            assert_eq!(goro::num_goroutine(), 6);
+            assert_eq!(goro::runtime::num_goroutine(), 6);
             drop(waiting);
         });
         drop(runtime);
@@ -464,7 +464,7 @@ fn handle_moved_between_gs_wakes_the_last_poller() {
             let target = first.await.unwrap().pop().unwrap();
             let second = goro::go(async move { target.await.unwrap() });
             for _ in 0..10 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             release.set();
             assert_eq!(second.await.unwrap(), 11);
@@ -488,7 +488,7 @@ fn abort_racing_completion() {
                 goro::go(async move {
                     let _guard = guard;
                     if i % 2 == 0 {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                     i
                 })
@@ -588,22 +588,22 @@ fn gs_of_every_size() {
             let tiny = goro::go(async {});
             let small = goro::go(async {
                 let x = [7u8; 64];
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 x.iter().map(|&b| b as u32).sum::<u32>()
             });
             let mid = goro::go(async {
                 let x = [1u8; 1500];
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 x.len()
             });
             let big = goro::go(async {
                 let x = [3u8; 64 * 1024];
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 x.iter().map(|&b| b as usize).sum::<usize>()
             });
             let aligned = goro::go(async {
                 let x = OverAligned(9);
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 assert_eq!(&x as *const OverAligned as usize % 128, 0);
                 x.0
             });
@@ -677,7 +677,7 @@ fn panic_in_a_finished_futures_destructor_is_reported() {
     rt(2).block_on(async {
         let err = goro::go(async {
             let _bomb = Bomb;
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             1
         })
         .await

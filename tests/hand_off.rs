@@ -53,7 +53,7 @@ impl Drop for BusyThreads {
 /// Gs that loop on `yield_now` (Go's `Gosched` loop) until `stop`.
 async fn yield_loop(stop: Arc<AtomicBool>) {
     while !stop.load(SeqCst) {
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
 }
 
@@ -450,7 +450,7 @@ fn a_syscall_after_a_blocked_poll_2p() {
 
 /// Two Gs that bounce a number over two unbuffered channels until `stop` (a P that never runs
 /// out of work of its own); the G returned ends with the pinger and gives its round trips.
-fn ping_pong(stop: Arc<AtomicBool>) -> goro::JoinHandle<u64> {
+fn ping_pong(stop: Arc<AtomicBool>) -> goro::runtime::JoinHandle<u64> {
     let (ping_tx, ping_rx) = goro::chan::<u64>(0);
     let (pong_tx, pong_rx) = goro::chan::<u64>(0);
     let ponger = goro::go(async move {

@@ -1,7 +1,7 @@
 //! `#[goro::main]` and `#[goro::test]` against the real runtime.
 //!
 //! The token rewriting itself is unit-tested in `crates/macros`; this checks that what it
-//! expands to compiles against the facade (`goro::run`, `goro::Builder`, `Runtime::block_on`)
+//! expands to compiles against the facade (`goro::run`, `goro::runtime::Builder`, `Runtime::block_on`)
 //! and runs the body as a G.
 
 mod common;
@@ -15,13 +15,13 @@ async fn runs_the_body_as_a_goroutine() {
 
 #[goro::test(max_procs = 1)]
 async fn max_procs_one() {
-    assert_eq!(goro::max_procs(), 1);
+    assert_eq!(goro::runtime::max_procs(), 1);
     assert_eq!(goro::go(async { 1 }).await.unwrap(), 1);
 }
 
 #[goro::test(max_procs = 3)]
 async fn max_procs_three() {
-    assert_eq!(goro::max_procs(), 3);
+    assert_eq!(goro::runtime::max_procs(), 3);
     let handles: Vec<_> = (0..10u32).map(|i| goro::go(async move { i * 2 })).collect();
     let mut sum = 0;
     for h in handles {
@@ -35,7 +35,7 @@ const PROCS: usize = 2;
 /// `max_procs` takes any `usize` expression, not only a literal.
 #[goro::test(max_procs = PROCS)]
 async fn max_procs_from_a_const() {
-    assert_eq!(goro::max_procs(), PROCS);
+    assert_eq!(goro::runtime::max_procs(), PROCS);
 }
 
 /// A `Send` main is a G of its own, as Go's main goroutine: it runs on the runtime's threads
@@ -44,7 +44,7 @@ async fn max_procs_from_a_const() {
 async fn a_send_main_runs_as_a_g() {
     let name = std::thread::current().name().map(str::to_owned);
     assert!(name.as_deref().is_some_and(|n| n.starts_with("goro-m")), "main ran on {name:?}");
-    assert_eq!(goro::num_goroutine(), 1);
+    assert_eq!(goro::runtime::num_goroutine(), 1);
 }
 
 /// A main that holds something `!Send` across an await still compiles, and runs on the calling
@@ -52,11 +52,11 @@ async fn a_send_main_runs_as_a_g() {
 #[goro::test(max_procs = 2)]
 async fn a_non_send_main_runs_on_the_calling_thread() {
     let local = std::rc::Rc::new(5);
-    goro::yield_now().await;
+    goro::runtime::yield_now().await;
     assert_eq!(*local, 5);
     let name = std::thread::current().name().map(str::to_owned);
     assert!(!name.as_deref().is_some_and(|n| n.starts_with("goro-m")), "main ran on {name:?}");
-    assert_eq!(goro::num_goroutine(), 1);
+    assert_eq!(goro::runtime::num_goroutine(), 1);
 }
 
 /// A test may return a `Result`, and `?` works in the body.
@@ -71,7 +71,7 @@ async fn returns_a_result() -> Result<(), std::num::ParseIntError> {
 #[goro::test]
 #[should_panic(expected = "boom")]
 async fn should_panic_is_kept() {
-    goro::yield_now().await;
+    goro::runtime::yield_now().await;
     panic!("boom");
 }
 
@@ -85,7 +85,7 @@ mod nested {
     /// Visibility is kept.
     #[goro::test(max_procs = 1)]
     pub(crate) async fn in_a_module() {
-        assert_eq!(goro::max_procs(), 1);
+        assert_eq!(goro::runtime::max_procs(), 1);
     }
 }
 
@@ -97,14 +97,14 @@ macro_rules! goro_test {
 }
 
 goro_test!(made_by_macro_rules, 2, {
-    assert_eq!(goro::max_procs(), 2);
+    assert_eq!(goro::runtime::max_procs(), 2);
 });
 
 /// `#[goro::main]` does not insist on the name `main`, so its expansion can be called from here.
 mod main_expansion {
     #[goro::main(max_procs = 2)]
     pub async fn with_builder() -> u32 {
-        assert_eq!(goro::max_procs(), 2);
+        assert_eq!(goro::runtime::max_procs(), 2);
         goro::go(async { 40 }).await.unwrap() + 2
     }
 
@@ -156,7 +156,7 @@ async fn a_g_that_is_finishing_is_no_leak() {
 async fn a_g_on_a_channel_whose_sender_is_dropped_is_no_leak() {
     let (tx, rx) = goro::chan::<u32>(0);
     goro::go(async move { assert_eq!(rx.recv().await, None) });
-    goro::yield_now().await;
+    goro::runtime::yield_now().await;
     drop(tx);
 }
 

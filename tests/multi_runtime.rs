@@ -28,13 +28,13 @@ fn two_runtimes_on_their_own_threads() {
                 let rt = rt(procs);
                 start.wait();
                 let sum = rt.block_on(async move {
-                    assert_eq!(goro::max_procs(), procs);
+                    assert_eq!(goro::runtime::max_procs(), procs);
                     let hs: Vec<_> = (0..N)
                         .map(|i| {
                             goro::go(async move {
-                                goro::yield_now().await;
+                                goro::runtime::yield_now().await;
                                 // Still on our own runtime after a yield.
-                                assert_eq!(goro::max_procs(), procs);
+                                assert_eq!(goro::runtime::max_procs(), procs);
                                 i
                             })
                         })
@@ -67,8 +67,8 @@ fn awaiting_a_handle_of_another_runtime() {
         let b2 = b.clone();
         let got = a.block_on(async move {
             let hb = b2.spawn(async move {
-                assert_eq!(goro::max_procs(), pb);
-                goro::yield_now().await;
+                assert_eq!(goro::runtime::max_procs(), pb);
+                goro::runtime::yield_now().await;
                 40
             });
             let ga = goro::go(async move { hb.await.unwrap() + 1 });
@@ -120,16 +120,16 @@ fn block_on_of_another_runtime_inside_a_g() {
     let b2 = b.clone();
     let got = a.block_on(async move {
         goro::go(async move {
-            assert_eq!(goro::max_procs(), 2);
+            assert_eq!(goro::runtime::max_procs(), 2);
             let inner = b2.block_on(async {
-                assert_eq!(goro::max_procs(), 3);
-                goro::go(async { goro::max_procs() }).await.unwrap()
+                assert_eq!(goro::runtime::max_procs(), 3);
+                goro::go(async { goro::runtime::max_procs() }).await.unwrap()
             });
             assert_eq!(inner, 3);
             // Back on A: `go` spawns on A.
-            let outer = goro::go(async { goro::max_procs() }).await.unwrap();
-            goro::yield_now().await;
-            (inner, outer, goro::max_procs())
+            let outer = goro::go(async { goro::runtime::max_procs() }).await.unwrap();
+            goro::runtime::yield_now().await;
+            (inner, outer, goro::runtime::max_procs())
         })
         .await
         .unwrap()
@@ -153,7 +153,7 @@ fn a_g_that_ran_another_runtimes_block_on_is_still_asked_to_yield() {
             // sysmon asks after one time slice (10 ms); a minute is for a loaded machine.
             let give_up = std::time::Instant::now() + Duration::from_secs(60);
             while std::time::Instant::now() < give_up {
-                if goro::runtime::should_yield() {
+                if goro::runtime::coop::should_yield() {
                     return true;
                 }
                 std::hint::spin_loop();

@@ -22,12 +22,12 @@ use std::task::Poll;
 /// client has seen its `connect` succeed, so tests with many clients keep fewer in flight.
 const DIALING: usize = 64;
 
-fn dial_limit() -> Arc<goro::sync::Semaphore> {
-    Arc::new(goro::sync::Semaphore::new(DIALING))
+fn dial_limit() -> Arc<goro::sync::semaphore::Semaphore> {
+    Arc::new(goro::sync::semaphore::Semaphore::new(DIALING))
 }
 
 fn run<F: Future>(f: F) -> F::Output {
-    goro::Builder::new().max_procs(2).build().expect("runtime").block_on(f)
+    goro::runtime::Builder::new().max_procs(2).build().expect("runtime").block_on(f)
 }
 
 /// The byte at `offset` of a test stream `seed`: position-dependent, so a lost, duplicated or
@@ -75,7 +75,7 @@ async fn echo(conn: TcpStream) {
 /// One client: sends `len` bytes of stream `seed` from a writer G in chunks of varying size,
 /// reads the echo in this G, and checks it byte for byte. Returns the checksum of what came
 /// back. Holds a `dial` permit from before its connect until its first echoed byte.
-async fn echo_client(addr: SocketAddr, seed: u64, len: u64, dial: Arc<goro::sync::Semaphore>) -> u64 {
+async fn echo_client(addr: SocketAddr, seed: u64, len: u64, dial: Arc<goro::sync::semaphore::Semaphore>) -> u64 {
     dial.acquire(1).await;
     let mut dialing = true;
     let conn = TcpStream::connect(addr).await.expect("connect");
@@ -251,7 +251,7 @@ fn concurrent_readers_and_writers_take_turns() {
                     for i in 0..PER_G {
                         server.write_all(&[g as u8; 4]).await.expect("write_all");
                         if i % 50 == 0 {
-                            goro::yield_now().await;
+                            goro::runtime::yield_now().await;
                         }
                     }
                 })
@@ -448,7 +448,7 @@ fn dropped_read_loses_no_readiness() {
         });
         // Give it a chance to park first (the test holds either way).
         for _ in 0..50 {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         assert!(!other.is_finished(), "nothing was sent yet");
         server.write_all(b"two").await.unwrap();
@@ -605,7 +605,7 @@ fn gs_parked_on_sockets_are_dropped_cleanly() {
     // owns. Aborting it, or dropping the runtime under it, must drop that future in place (it
     // once was moved first, and the turn's release then read garbage).
     for _ in 0..20 {
-        let rt = goro::Builder::new().max_procs(2).build().unwrap();
+        let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
         let client = rt.block_on(async {
             let ln = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = ln.local_addr().unwrap();
@@ -649,7 +649,7 @@ struct Sockets {
     udp: UdpSocket,
 }
 
-fn sockets_on(rt: &goro::Runtime) -> Sockets {
+fn sockets_on(rt: &goro::runtime::Runtime) -> Sockets {
     rt.block_on(async {
         let ln = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(ln.local_addr().unwrap()).await.unwrap();
@@ -659,8 +659,8 @@ fn sockets_on(rt: &goro::Runtime) -> Sockets {
     })
 }
 
-fn runtime() -> goro::Runtime {
-    goro::Builder::new().max_procs(2).build().expect("runtime")
+fn runtime() -> goro::runtime::Runtime {
+    goro::runtime::Builder::new().max_procs(2).build().expect("runtime")
 }
 
 /// More than any loopback socket buffers: a `write_all` of it must wait for the peer to read.
@@ -856,7 +856,7 @@ fn a_runtime_dropped_on_its_own_thread_fails_its_sockets() {
         let (handed, slot) = (handed.clone(), slot.clone());
         async move {
             handed.wait().await;
-            let rt: Option<goro::Runtime> = slot.lock().unwrap().take();
+            let rt: Option<goro::runtime::Runtime> = slot.lock().unwrap().take();
             drop(rt);
         }
     });

@@ -73,7 +73,7 @@ fn deadline_set_while_waiting_wakes_the_read() {
             c2.read(&mut [0; 4]).await
         });
         started_rx.recv().await.unwrap();
-        goro::yield_now().await; // usually parked by now; the outcome is the same if not
+        goro::runtime::yield_now().await; // usually parked by now; the outcome is the same if not
         c.set_read_deadline(Some(Instant::now())).unwrap();
         let err = within("the woken read", reader).await.unwrap().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut);
@@ -84,7 +84,7 @@ fn deadline_set_while_waiting_wakes_the_read() {
             let mut b = [0; 2];
             c3.read_exact(&mut b).await.map(|_| b)
         });
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
         c.set_read_deadline(Some(Instant::now() + 2 * HANG)).unwrap(); // woken, waits again
         s.write_all(b"hi").await.unwrap();
         assert_eq!(&within("the read", reader).await.unwrap().unwrap(), b"hi");
@@ -162,7 +162,7 @@ fn every_waiter_through_shared_refs_is_woken() {
         }
         let mut seen = [false; READERS];
         for _ in 0..READERS {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             s.write_all(b"x").await.unwrap(); // one byte: exactly one reader gets it
             let i = within("a woken reader", got_rx.recv()).await.unwrap();
             assert!(!seen[i]);

@@ -72,7 +72,7 @@ async fn chunked_copy(dst: &Pipe, src: &Pipe) -> std::io::Result<()> {
 }
 
 /// An echo G on `c` (Go's `go chunkedCopy(c2, c2)`), which ends once `c` fails or ends.
-fn echo(c: &Arc<Pipe>) -> goro::JoinHandle<std::io::Result<()>> {
+fn echo(c: &Arc<Pipe>) -> goro::runtime::JoinHandle<std::io::Result<()>> {
     let c = c.clone();
     goro::go(async move { chunked_copy(&c, &c).await })
 }
@@ -116,7 +116,7 @@ fn assert_timeout<T: std::fmt::Debug>(r: std::io::Result<T>) {
 }
 
 /// A G writing 1 KiB blocks into `c` until a write fails (Go's `for err == nil { _, err = c.Write(..) }`).
-fn write_until_error(c: &Arc<Pipe>) -> goro::JoinHandle<std::io::Result<()>> {
+fn write_until_error(c: &Arc<Pipe>) -> goro::runtime::JoinHandle<std::io::Result<()>> {
     let c = c.clone();
     goro::go(async move {
         loop {
@@ -206,7 +206,7 @@ async fn basic_io() {
 #[goro::test]
 async fn ping_pong() {
     let (c1, c2) = arc_pipe();
-    fn ping_ponger(c: Arc<Pipe>) -> goro::JoinHandle<()> {
+    fn ping_ponger(c: Arc<Pipe>) -> goro::runtime::JoinHandle<()> {
         goro::go(async move {
             let mut buf = [0; 8];
             let mut prev = 0;
@@ -451,7 +451,7 @@ async fn close_timeout() {
     });
     // Let them run a while, then close: whatever they were doing ends.
     for _ in 0..100 {
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
     c1.close();
     let (r, w) = (within("the reader", reader).await.unwrap(), within("the writer", writer).await.unwrap());
@@ -546,7 +546,7 @@ async fn eof_after_remote_close() {
     });
     // Whether they wait yet or not, they end as the closes say.
     for _ in 0..10 {
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
     b.close();
     assert_eq!(within("the read", reader).await.unwrap().unwrap(), 0);

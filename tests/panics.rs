@@ -7,10 +7,10 @@
 mod common;
 
 use common::child::{is_child, run_child, run_child_status};
-use goro::{Builder, UnhandledPanic};
+use goro::runtime::{Builder, UnhandledPanic};
 use std::time::Duration;
 
-fn rt(policy: UnhandledPanic) -> goro::Runtime {
+fn rt(policy: UnhandledPanic) -> goro::runtime::Runtime {
     Builder::new().max_procs(2).unhandled_panic(policy).build().unwrap()
 }
 
@@ -48,7 +48,7 @@ fn case_handle_dropped_unread() {
         rt(UnhandledPanic::Ignore).block_on(async {
             let h = goro::go(async { panic!("unread boom") });
             while !h.is_finished() {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             drop(h); // finished, its panic never read
         });

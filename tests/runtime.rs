@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use goro::Builder;
+use goro::runtime::Builder;
 use std::collections::HashSet;
 use std::future::Future;
 use std::panic::catch_unwind;
@@ -46,13 +46,13 @@ fn go_outside_a_runtime_panics_naming_run() {
 
 #[test]
 fn queries_outside_a_runtime() {
-    assert_eq!(goro::num_goroutine(), 0);
-    assert!(goro::max_procs() >= 1);
+    assert_eq!(goro::runtime::num_goroutine(), 0);
+    assert!(goro::runtime::max_procs() >= 1);
     let err = catch_unwind(goro::runtime::metrics).expect_err("metrics outside a runtime panics");
     assert!(panic_message(&*err).contains("Runtime::metrics"));
     // After a runtime was entered and left, this thread is outside again.
     rt(3).block_on(async {});
-    assert_eq!(goro::num_goroutine(), 0);
+    assert_eq!(goro::runtime::num_goroutine(), 0);
     assert!(catch_unwind(|| drop(goro::go(async {}))).is_err());
 }
 
@@ -76,14 +76,15 @@ fn max_procs_is_reported_inside() {
     for procs in [1, 2, 3, 7] {
         let rt = rt(procs);
         assert_eq!(rt.metrics().procs, procs);
-        let (outer, inner) = rt.block_on(async { (goro::max_procs(), goro::go(async { goro::max_procs() }).await) });
+        let (outer, inner) =
+            rt.block_on(async { (goro::runtime::max_procs(), goro::go(async { goro::runtime::max_procs() }).await) });
         assert_eq!(outer, procs);
         assert_eq!(inner.unwrap(), procs);
     }
     // The defaults: GORO_MAXPROCS is not set for this test binary, so the number of CPUs.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if std::env::var_os("GORO_MAXPROCS").is_none() {
-        assert_eq!(goro::run(async { goro::max_procs() }), cpus);
+        assert_eq!(goro::run(async { goro::runtime::max_procs() }), cpus);
         assert_eq!(Builder::new().build().unwrap().metrics().procs, cpus);
     }
 }
@@ -100,7 +101,7 @@ fn one_proc_runs_a_spawn_heavy_workload() {
                     let mids: Vec<_> = (0..20u64)
                         .map(|j| {
                             goro::go(async move {
-                                goro::yield_now().await;
+                                goro::runtime::yield_now().await;
                                 let leaves: Vec<_> = (0..10u64).map(|k| goro::go(async move { i + j + k })).collect();
                                 let mut s = 0;
                                 for l in leaves {
@@ -145,7 +146,7 @@ fn max_threads_below_max_procs_still_runs_everything() {
                 goro::go(async move {
                     spin_for(Duration::from_micros(5));
                     t.lock().unwrap().insert(std::thread::current().id());
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 })
             })
             .collect();
@@ -188,7 +189,7 @@ fn idle_runtime_parks_its_threads() {
         .map(|_| {
             rt.spawn(async {
                 spin_for(Duration::from_micros(2));
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             })
         })
         .collect();
@@ -241,11 +242,11 @@ fn many_more_procs_than_cpus() {
     let _w = watchdog("many_more_procs_than_cpus", LIMIT);
     let rt = rt(64);
     let sum = rt.block_on(async {
-        assert_eq!(goro::max_procs(), 64);
+        assert_eq!(goro::runtime::max_procs(), 64);
         let hs: Vec<_> = (0..10_000u64)
             .map(|i| {
                 goro::go(async move {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     i
                 })
             })
@@ -279,7 +280,7 @@ fn two_threads_in_block_on_of_one_runtime() {
                         rt.block_on(async move {
                             inside.fetch_add(1, SeqCst);
                             yield_until("both mains to be inside", || inside.load(SeqCst) == 2).await;
-                            assert_eq!(goro::num_goroutine(), 2);
+                            assert_eq!(goro::runtime::num_goroutine(), 2);
                             checked.fetch_add(1, SeqCst);
                             // Neither leaves before both have counted.
                             yield_until("both mains to count", || checked.load(SeqCst) == 2).await;
@@ -322,7 +323,7 @@ fn go_macro_given_an_async_block() {
     rt(2).block_on(async {
         let (tx, rx) = goro::chan::<&str>(4);
         let t = tx.clone();
-        let h: goro::JoinHandle<u32> = goro::go!(async move {
+        let h: goro::runtime::JoinHandle<u32> = goro::go!(async move {
             t.send("async move").await.unwrap();
             1
         });
@@ -370,7 +371,7 @@ fn runnable_gs_left_by_block_on_keep_running() {
         for _ in 0..100 {
             let r = r.clone();
             drop(goro::go(async move {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 r.fetch_add(1, SeqCst);
             }));
         }
@@ -455,7 +456,7 @@ fn main_woken_while_every_p_is_busy_waits_for_one() {
                 gate.open();
                 // Keep the only P busy until main has been polled; every yield is a schedule.
                 while !main_polled.load(SeqCst) {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
             }));
         });
@@ -488,7 +489,7 @@ fn a_locker_spins_only_while_another_p_runs_and_its_own_has_nothing_to_run() {
     // Sysmon must not take the busy G's P away: where it cannot see that thread computing (no
     // `/proc`), it would count the long poll as a blocking call and hand the P over, leaving an
     // idle spare.
-    let rt = goro::Builder::new().max_procs(2).handoff_blocked(false).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).handoff_blocked(false).build().unwrap();
     rt.block_on(async {
         goro::go(async {
             // Keep one P running: a G that polls a flag without yielding (whichever P ends up
@@ -536,7 +537,7 @@ fn run_inside_a_g_panics_saying_what_to_do() {
 #[test]
 fn the_thread_limit_strands_no_work() {
     let _w = watchdog("the_thread_limit_strands_no_work", LIMIT);
-    let rt = goro::Builder::new().max_procs(2).max_threads(1).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).max_threads(1).build().unwrap();
     let done = rt.block_on(async {
         let wg = goro::sync::WaitGroup::new();
         let n = Arc::new(AtomicUsize::new(0));
@@ -546,7 +547,7 @@ fn the_thread_limit_strands_no_work() {
                 if i % 50 == 0 {
                     goro::syscall(|| std::thread::sleep(Duration::from_millis(2)));
                 }
-                let inner = goro::go(async { goro::yield_now().await });
+                let inner = goro::go(async { goro::runtime::yield_now().await });
                 inner.await.unwrap();
                 n.fetch_add(1, SeqCst);
             }));

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use goro::JoinHandle;
+use goro::runtime::JoinHandle;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -154,7 +154,7 @@ async fn start_looper(stop: Arc<AtomicBool>) -> JoinHandle<u64> {
         let mut n = 0u64;
         while !stop.load(SeqCst) {
             n += 1;
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         n
     });
@@ -191,7 +191,7 @@ fn yield_loops_do_not_starve_a_new_g_spawned_by_a_g() {
             let spawner = goro::go(async move {
                 // Let the loopers go around a few times first.
                 for _ in 0..100 {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
                 goro::go(async move { s.store(true, SeqCst) }).await.unwrap();
             });
@@ -215,7 +215,7 @@ fn yield_loop_does_not_starve_a_g_spawned_from_outside() {
         let looper = rt.spawn(async move {
             st.store(true, SeqCst);
             while !s.load(SeqCst) {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
         });
         std::thread::scope(|scope| {
@@ -245,7 +245,7 @@ fn main_yield_loop_shares_the_proc() {
             let r = ran.clone();
             drop(goro::go(async move { r.store(true, SeqCst) }));
             for _ in 0..1000 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             yield_until("the detached G to run", || ran.load(SeqCst)).await;
             stop.store(true, SeqCst);
@@ -349,7 +349,7 @@ fn runnext_ping_pong_does_not_starve_the_local_queue() {
         // Spawned first, so the pair's spawns push it into the ring; its yields keep it there.
         let c = goro::go(async move {
             for _ in 0..100 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             s.store(true, SeqCst);
         });

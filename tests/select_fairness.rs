@@ -86,7 +86,7 @@ fn pseudo_random_send(cap: usize) {
         let r = goro::go(async move {
             let mut got = Vec::with_capacity(N);
             for _ in 0..N {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 got.push(rx.recv().await.unwrap());
             }
             got

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use goro::{Builder, JoinHandle};
+use goro::runtime::{Builder, JoinHandle};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ async fn spawn_doomed(drops: &Arc<AtomicUsize>) -> usize {
         drop(goro::go(async move {
             let _guard = guard;
             loop {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
         }));
     }
@@ -268,7 +268,7 @@ fn run_again_after_run() {
         let drops = Arc::new(AtomicUsize::new(0));
         let d = drops.clone();
         let got = goro::run(async move {
-            assert_eq!(goro::num_goroutine(), 1);
+            assert_eq!(goro::runtime::num_goroutine(), 1);
             let guard = DropCount(d);
             drop(goro::go(async move {
                 let _guard = guard;
@@ -299,7 +299,7 @@ fn threads_stop_when_the_runtime_is_dropped() {
         let names: Vec<String> = (0..50)
             .map(|_| {
                 rt.spawn(async {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     std::thread::current().name().unwrap_or("").to_owned()
                 })
             })

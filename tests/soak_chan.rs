@@ -183,7 +183,7 @@ async fn producer(tx: Sender<Tok>, round: Arc<Round>, seed: u64) -> OpCounts {
                     Err(TrySendError::Full(t)) => {
                         c.try_send_full += 1;
                         tok = t;
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                         continue;
                     }
                 },
@@ -206,7 +206,7 @@ async fn producer(tx: Sender<Tok>, round: Arc<Round>, seed: u64) -> OpCounts {
                         },
                         default => {
                             ledger.mark(id, NOT_SENT);
-                            goro::yield_now().await;
+                            goro::runtime::yield_now().await;
                         }
                     }
                 }
@@ -216,7 +216,7 @@ async fn producer(tx: Sender<Tok>, round: Arc<Round>, seed: u64) -> OpCounts {
                     None => {
                         c.send_poll_dropped += 1;
                         ledger.mark(id, ABANDONED);
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 },
                 _ => match race(tx.send(tok), sleep(rng.micros(0, 200))).await {
@@ -250,7 +250,7 @@ async fn consumer(tx: Sender<Tok>, rx: Receiver<Tok>, round: Arc<Round>, seed: u
                 Err(TryRecvError::Closed) => None,
                 Err(TryRecvError::Empty) => {
                     c.try_recv_empty += 1;
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     continue;
                 }
             },
@@ -265,7 +265,7 @@ async fn consumer(tx: Sender<Tok>, rx: Receiver<Tok>, round: Arc<Round>, seed: u
                 recv(&rx) -> v => v,
                 default => {
                     c.select_recv_default += 1;
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     continue;
                 }
             },
@@ -273,7 +273,7 @@ async fn consumer(tx: Sender<Tok>, rx: Receiver<Tok>, round: Arc<Round>, seed: u
                 Some(v) => v,
                 None => {
                     c.recv_poll_dropped += 1;
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     continue;
                 }
             },
@@ -320,7 +320,7 @@ async fn mpmc_round(cap: usize, round: Arc<Round>, rng: &mut Rng) -> (OpCounts, 
                     goro::go(consumer(tx.clone(), rx.clone(), round.clone(), rng.next()))
                 };
                 for _ in 0..rng.below(64) {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
                 victim.abort();
                 match victim.await {

@@ -184,7 +184,7 @@ async fn mutex_rounds(stop: Arc<AtomicBool>, seed: u64) -> (u64, u64) {
                     let mut g = counter.lock().await;
                     *g += 1;
                     if i % yield_every == 0 {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 }
             }));
@@ -340,7 +340,7 @@ async fn syscalls(stop: Arc<AtomicBool>, seed: u64) -> u64 {
         goro::syscall(|| std::thread::sleep(d));
         assert!(t0.elapsed() >= d);
         n += 1;
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
     n
 }

@@ -52,7 +52,7 @@ fn many_parked_gs(test: &'static str, n: usize) -> f64 {
     let _w = watchdog(test, Duration::from_secs(300));
     let rt = rt(2);
     rt.block_on(async move {
-        assert_eq!(goro::num_goroutine(), 1, "a G of an earlier test is still alive");
+        assert_eq!(goro::runtime::num_goroutine(), 1, "a G of an earlier test is still alive");
         let (gate_tx, rx) = goro::chan::<()>(0);
         let gate =
             Arc::new(Gate { rx, started: AtomicUsize::new(0), finished: AtomicUsize::new(0), wg: WaitGroup::new() });
@@ -73,7 +73,7 @@ fn many_parked_gs(test: &'static str, n: usize) -> f64 {
         // Every G ran up to its receive: nothing sends on the gate, so each one is parked there.
         yield_until("every G to start", || gate.started.load(SeqCst) == n).await;
         let all_parked = t0.elapsed();
-        let alive = goro::num_goroutine();
+        let alive = goro::runtime::num_goroutine();
         let rss1 = rss();
         let per_g = rss1.saturating_sub(rss0) as f64 / n as f64;
         assert_eq!(alive, n + 1, "num_goroutine with {n} parked Gs and the main G");
@@ -91,7 +91,7 @@ fn many_parked_gs(test: &'static str, n: usize) -> f64 {
         let released = t1.elapsed();
         assert_eq!(gate.finished.load(SeqCst), n, "every G ran to its end");
         // `done` is the last thing each G does; the G itself ends just after.
-        yield_until("num_goroutine() back to 1", || goro::num_goroutine() == 1).await;
+        yield_until("num_goroutine() back to 1", || goro::runtime::num_goroutine() == 1).await;
         println!(
             "{test}: released and finished in {released:.2?}; num_goroutine() = 1; VmRSS after: {:.1} MiB",
             rss() as f64 / MIB
@@ -200,7 +200,7 @@ struct HandOffStats {
 
 /// One configuration of [`hand_off_soak`]: `procs` Ps for `dur`.
 fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandOffStats {
-    let rt = goro::Builder::new().max_procs(procs).build().expect("build runtime");
+    let rt = goro::runtime::Builder::new().max_procs(procs).build().expect("build runtime");
     // Main is a G of its own, and this thread only waits for it: in `block_on`, the main
     // future runs on the calling thread alone, which also runs Gs meanwhile, and a G that holds
     // that thread (the blocking consumer below) would hold main up (what `#[goro::main]` does).
@@ -230,7 +230,7 @@ fn hand_off(test: &'static str, procs: usize, dur: Duration, seed: u64) -> HandO
                 goro::go(async move {
                     let mut n = 0u64;
                     while !stop.load(SeqCst) {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                         n += 1;
                     }
                     n

@@ -45,7 +45,7 @@ fn signal_wakes_one_at_a_time() {
             assert!(woke_rx.try_recv().is_err(), "a waiter woke before any signal ({i})");
             s.1.signal();
             within("a signalled waiter", woke_rx.recv()).await.unwrap();
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             assert!(woke_rx.try_recv().is_err(), "signal woke more than one waiter");
         }
     });
@@ -267,7 +267,7 @@ fn wait_blocking_on_threads() {
 
 #[test]
 fn wait_reason_text() {
-    assert_eq!(goro::WaitReason::SyncCondWait.as_str(), "sync.Cond.Wait");
+    assert_eq!(goro::runtime::WaitReason::SyncCondWait.as_str(), "sync.Cond.Wait");
 }
 
 #[test]

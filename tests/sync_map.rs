@@ -187,7 +187,7 @@ fn concurrent_range_with_gs() {
     for n in 1..=MAP_SIZE {
         m.store(n, n);
     }
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     rt.block_on(async move {
         let stop = Arc::new(AtomicBool::new(false));
         let writers: Vec<_> = (1..=4u64)
@@ -197,7 +197,7 @@ fn concurrent_range_with_gs() {
                     let mut stores = 0;
                     while !stop.load(Relaxed) {
                         stores += writer_round(&m, g, stores);
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                     stores
                 })
@@ -211,7 +211,7 @@ fn concurrent_range_with_gs() {
                 true
             });
             assert_eq!(seen.len() as u64, MAP_SIZE);
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         stop.store(true, SeqCst);
         for w in writers {
@@ -409,7 +409,7 @@ fn load_or_store_race_gs() {
                         for k in 0..KEYS {
                             out.push(m.load_or_store(k, g));
                             if k % 8 == 0 {
-                                goro::yield_now().await;
+                                goro::runtime::yield_now().await;
                             }
                         }
                         out
@@ -555,7 +555,7 @@ fn send_sync() {
 #[test]
 fn values_replaced_in_gs_are_freed() {
     let live = Arc::new(AtomicUsize::new(0));
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let m = Arc::new(Map::new());
     let (l, mm) = (live.clone(), m.clone());
     rt.block_on(async move {
@@ -568,7 +568,7 @@ fn values_replaced_in_gs_are_freed() {
                         for i in 0..2_000u64 {
                             m.store(g, Counted::new(round * 10_000 + i, &l));
                         }
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 })
             })
@@ -693,7 +693,7 @@ fn eviction_recording_cache_on_gs() {
     let _w = common::watchdog("eviction_recording_cache_on_gs", USER_CODE_LIMIT);
     let cache: Arc<Cache> = Arc::new(Map::new());
     let evicted = Arc::new(AtomicUsize::new(0));
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let (c, e) = (cache.clone(), evicted.clone());
     let logs = rt.block_on(async move {
         let hs: Vec<_> = (0..4u64)
@@ -704,7 +704,7 @@ fn eviction_recording_cache_on_gs() {
                     for r in 0..PAGE_ROUNDS {
                         page_round(&cache, &evicted, w, r, &mut log);
                         if r % 16 == 0 {
-                            goro::yield_now().await;
+                            goro::runtime::yield_now().await;
                         }
                     }
                     log
@@ -752,7 +752,7 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
     let _w = common::watchdog("a_panicking_destructor_does_not_land_in_an_unrelated_g", USER_CODE_LIMIT);
     let dropped = Arc::new(AtomicUsize::new(0));
     let m: Arc<Map<u64, Val>> = Arc::new(Map::new());
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let (mm, d) = (m.clone(), dropped.clone());
     let results = rt.block_on(async move {
         let bomber = {
@@ -761,7 +761,7 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
                 for i in 0..BOMBS {
                     m.store(i % 16, bomb(&d)); // replaces the bomb stored 16 rounds ago
                     if i % 32 == 0 {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 }
                 for k in 0..16 {
@@ -778,7 +778,7 @@ fn a_panicking_destructor_does_not_land_in_an_unrelated_g() {
                         m.store(k, Val::Plain(i));
                         assert!(m.load(&(k + 10_000)).is_none());
                         if i % 64 == 0 {
-                            goro::yield_now().await;
+                            goro::runtime::yield_now().await;
                         }
                     }
                 })

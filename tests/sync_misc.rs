@@ -1,4 +1,4 @@
-//! `goro::sync::{Once, Pool, Semaphore}` through the facade: Go's `src/sync/once_test.go`
+//! `goro::sync::{Once, Pool, semaphore::Semaphore}` through the facade: Go's `src/sync/once_test.go`
 //! (TestOnce, TestOncePanic), `src/sync/pool_test.go` (TestPool: put/get, the victim cache
 //! across two cleanups, TestPoolNew, TestPoolStress), and x/sync's `semaphore_test.go`
 //! (TestWeighted, TestWeightedPanic, TestWeightedTryAcquire, TestLargeAcquireDoesntStarve,
@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use goro::sync::{Once, Pool, Semaphore, WaitGroup};
+use goro::sync::{semaphore::Semaphore, Once, Pool, WaitGroup};
 use std::collections::HashSet;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -132,7 +132,7 @@ fn once_waiter_lets_the_gs_behind_it_run() {
         // One P: once the waiter has started, this G runs again only if the waiter's wait let
         // the P go.
         while !waiting.load(SeqCst) {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         go_on_tx.send(()).unwrap();
         waiter.await.unwrap();
@@ -272,7 +272,7 @@ fn pool_stress_exclusive_values() {
                 for i in 0..ITERS {
                     use_one();
                     if i % 16 == 0 {
-                        goro::yield_now().await;
+                        goro::runtime::yield_now().await;
                     }
                 }
             })
@@ -334,7 +334,7 @@ fn semaphore_weighted_hammer() {
                     sem.acquire(k).await;
                     let now = held.fetch_add(k, SeqCst) + k;
                     assert!(now <= SIZE, "{now} permits held of {SIZE}");
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     held.fetch_sub(k, SeqCst);
                     sem.release(k);
                 }
@@ -465,7 +465,7 @@ fn semaphore_large_acquire_doesnt_starve() {
             wg.go(async move {
                 while running.load(SeqCst) {
                     sem.release(1);
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     sem.acquire(1).await;
                 }
                 sem.release(1);
@@ -534,7 +534,7 @@ fn semaphore_dropped_acquires_in_gs() {
                     if got {
                         sem.release(k);
                     }
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
             });
         }
@@ -585,8 +585,8 @@ fn semaphore_send_sync() {
     assert_send_sync::<goro::sync::futures::Acquire<'static>>();
     assert_send_sync::<goro::sync::futures::AcquirePermit<'static>>();
     assert_send_sync::<goro::sync::futures::AcquireOwned>();
-    assert_send_sync::<goro::sync::SemaphorePermit<'static>>();
-    assert_send_sync::<goro::sync::OwnedSemaphorePermit>();
+    assert_send_sync::<goro::sync::semaphore::SemaphorePermit<'static>>();
+    assert_send_sync::<goro::sync::semaphore::OwnedSemaphorePermit>();
     assert_eq!(Semaphore::new(0).size(), 0);
     assert!(Semaphore::new(0).try_acquire(0));
 }
@@ -602,7 +602,7 @@ const STUCK: usize = 4;
 /// never answers) after saying so.
 async fn pool_worker<P>(job: usize, permit: P, stuck: Arc<Event>, done: Arc<AtomicUsize>) {
     let _permit = permit; // released when the worker ends, however it ends
-    goro::yield_now().await;
+    goro::runtime::yield_now().await;
     if job == STUCK {
         stuck.set();
         std::future::pending::<()>().await;

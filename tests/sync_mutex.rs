@@ -47,7 +47,7 @@ fn hammer(procs: usize) {
                         assert!(!g.1, "two holders at once");
                         g.1 = true;
                         if i % 64 == 0 {
-                            goro::yield_now().await; // hold it across a reschedule
+                            goro::runtime::yield_now().await; // hold it across a reschedule
                         }
                         g.0 += 1;
                         g.1 = false;
@@ -132,7 +132,7 @@ fn fairness_gs() {
                 let g = m2.lock().await;
                 started2.store(true, SeqCst);
                 spin_for(HOLD);
-                goro::yield_now().await; // Go's hog sleeps holding the lock: let others run
+                goro::runtime::yield_now().await; // Go's hog sleeps holding the lock: let others run
                 drop(g);
                 turns += 1;
             }
@@ -299,7 +299,7 @@ fn guard_moves_between_gs() {
         let g = rx.recv().await.unwrap(); // the locking G is gone; its guard is here
         assert_eq!(*g, 1);
         let waiter = goro::go(async move { *m.lock().await += 10 });
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
         drop(g);
         waiter.await.unwrap();
         assert_eq!(*m.lock().await, 11);
@@ -433,7 +433,7 @@ fn cancellation_stress() {
             if let Poll::Ready(g) = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
                 return Some(g);
             }
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         None
     }
@@ -457,7 +457,7 @@ fn cancellation_stress() {
                             *g += 1;
                             got.fetch_add(1, SeqCst);
                             if j % 7 == 0 {
-                                goro::yield_now().await; // hold it across a reschedule
+                                goro::runtime::yield_now().await; // hold it across a reschedule
                             }
                         }
                     }

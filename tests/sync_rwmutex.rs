@@ -97,7 +97,7 @@ async fn reader(m: &RwMutex<()>, activity: &AtomicI64, iters: usize) {
         let _r = m.read().await;
         let n = activity.fetch_add(1, SeqCst) + 1;
         assert!((1..10_000).contains(&n), "reader saw activity {n}");
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
         activity.fetch_sub(1, SeqCst);
     }
 }
@@ -107,7 +107,7 @@ async fn writer(m: &RwMutex<()>, activity: &AtomicI64, iters: usize) {
         let _w = m.write().await;
         let n = activity.fetch_add(10_000, SeqCst) + 10_000;
         assert_eq!(n, 10_000, "writer saw activity {n}");
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
         activity.fetch_sub(10_000, SeqCst);
     }
 }
@@ -215,7 +215,7 @@ fn rlocker_handoffs_between_gs() {
             drop(a);
             // The writer cannot be in yet: `b` still holds a read lock. Let it run and try.
             for _ in 0..10 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             assert!(wlocked_rx.try_recv().is_err(), "a read lock did not keep the writer out");
             drop(b);
@@ -300,7 +300,7 @@ fn writer_not_starved_by_readers() {
                         break;
                     }
                     drop(r);
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
             });
         }
@@ -370,7 +370,7 @@ fn dropped_lock_futures_in_gs() {
                         let mut f = pin!(m.read());
                         let _ = std::future::poll_fn(|cx| Poll::Ready(f.as_mut().poll(cx))).await;
                     }
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                 }
             });
         }

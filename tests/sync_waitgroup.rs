@@ -265,7 +265,7 @@ fn go_runs_and_waits() {
             .map(|i| {
                 let hits = hits.clone();
                 wg.go(async move {
-                    goro::yield_now().await;
+                    goro::runtime::yield_now().await;
                     hits.fetch_add(1, SeqCst);
                     i
                 })

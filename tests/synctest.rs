@@ -135,7 +135,7 @@ fn test_waits_for_every_g_to_exit() {
             let (m, rx) = (m.clone(), rx.clone());
             goro::go!(async move {
                 rx.recv().await;
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 m.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             });
         }
@@ -206,7 +206,7 @@ fn explore_finds_a_lost_update_and_its_seed_replays_it() {
             wg.add(1);
             goro::go!(async move {
                 let v = n.load(std::sync::atomic::Ordering::SeqCst);
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
                 n.store(v + 1, std::sync::atomic::Ordering::SeqCst);
                 wg.done();
             });

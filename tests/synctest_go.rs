@@ -287,7 +287,7 @@ mod internal_synctest {
     #[test]
     fn timer_from_outside_bubble() {
         let r = within_limit("the bubble waiting for an outside timer", || {
-            let rt = goro::Builder::new().max_procs(1).build().unwrap();
+            let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
             let tm = rt.block_on(async { Timer::new(Duration::from_millis(10)) });
             synctest::test(async {
                 tm.c.recv().await.unwrap();
@@ -392,7 +392,7 @@ mod internal_synctest {
             let b2 = b.clone();
             let _ = after_func(Duration::ZERO, move || b2.store(true, SeqCst));
             while !b.load(SeqCst) {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
         });
     }
@@ -1169,7 +1169,7 @@ mod examples {
 /// Go test checks, goro's timers in a bubble, and goro's additions.
 mod rules {
     use super::*;
-    use goro::sync::{Cond, Mutex, RwMutex, Semaphore, WaitGroup};
+    use goro::sync::{semaphore::Semaphore, Cond, Mutex, RwMutex, WaitGroup};
     use goro::time::{after, after_func, now, sleep, sleep_until, system_now, tick, timeout, Ticker, Timer};
 
     /// `synctestWait`'s `panic("goroutine is not in a bubble")`: `wait` outside a bubble, on a

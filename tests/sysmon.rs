@@ -6,7 +6,7 @@
 mod common;
 
 use common::watchdog;
-use goro::Builder;
+use goro::runtime::Builder;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -187,7 +187,7 @@ fn a_g_on_a_worker_thread_is_asked_to_yield() {
         let give_up = Instant::now() + Duration::from_secs(30);
         let mut asked = false;
         while !asked && Instant::now() < give_up {
-            asked = goro::runtime::should_yield();
+            asked = goro::runtime::coop::should_yield();
             std::hint::spin_loop();
         }
         tx.send(asked).unwrap();

@@ -120,7 +120,7 @@ fn zero_and_past_sleeps_do_not_wait() {
         let (tx, rx) = goro::chan::<()>(0);
         let busy = goro::go(async move {
             for _ in 0..100 {
-                goro::yield_now().await;
+                goro::runtime::yield_now().await;
             }
             tx.send(()).await.unwrap();
         });
@@ -190,7 +190,7 @@ fn sleep_in_main_future_with_no_other_g() {
     let _w = watchdog("sleep_in_main_future_with_no_other_g", LIMIT);
     for procs in [1, 2] {
         rt(procs).block_on(async {
-            assert_eq!(goro::num_goroutine(), 1, "only the main G");
+            assert_eq!(goro::runtime::num_goroutine(), 1, "only the main G");
             let start = Instant::now();
             sleep(20 * MS).await;
             let e = start.elapsed();
@@ -216,7 +216,7 @@ fn sleep_in_main_future_with_no_other_g() {
 #[goro::test(max_procs = 1)]
 async fn sleeps_on_one_proc() {
     let _w = watchdog("sleeps_on_one_proc", LIMIT);
-    assert_eq!(goro::max_procs(), 1);
+    assert_eq!(goro::runtime::max_procs(), 1);
 
     // Sleepers against a G that only yields.
     let stop = Arc::new(AtomicBool::new(false));
@@ -224,7 +224,7 @@ async fn sleeps_on_one_proc() {
     let busy = goro::go(async move {
         let mut yields = 0u64;
         while !s.load(SeqCst) {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
             yields += 1;
         }
         yields
@@ -561,7 +561,7 @@ fn after_func_runs_f_in_its_own_g() {
             // Under the timer's lock this would deadlock; in a G of its own it returns false.
             let own = s.lock().unwrap().take();
             let stopped = own.as_ref().map(Timer::stop);
-            tx.try_send((goro::num_goroutine(), stopped)).unwrap();
+            tx.try_send((goro::runtime::num_goroutine(), stopped)).unwrap();
             drop(own);
         });
         *slot.lock().unwrap() = Some(t);

@@ -45,7 +45,7 @@ impl Exec for Goro {
         drop(goro::go(fut)); // dropping the handle detaches the G, as in Go
     }
     fn yield_now() -> impl Future<Output = ()> + Send {
-        goro::yield_now()
+        goro::runtime::yield_now()
     }
     fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
         goro::time::sleep(d)
@@ -62,7 +62,7 @@ impl Exec for Goro {
 pub struct Runtimes {
     tokio: OnceCell<tokio::runtime::Runtime>,
     tokio_time: OnceCell<tokio::runtime::Runtime>,
-    goro: OnceCell<goro::Runtime>,
+    goro: OnceCell<goro::runtime::Runtime>,
 }
 
 impl Runtimes {
@@ -80,8 +80,8 @@ impl Runtimes {
         })
     }
 
-    pub fn goro(&self) -> &goro::Runtime {
-        self.goro.get_or_init(|| goro::Builder::new().max_procs(WORKERS).build().expect("goro runtime"))
+    pub fn goro(&self) -> &goro::runtime::Runtime {
+        self.goro.get_or_init(|| goro::runtime::Builder::new().max_procs(WORKERS).build().expect("goro runtime"))
     }
 }
 

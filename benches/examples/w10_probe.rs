@@ -62,7 +62,7 @@ async fn pl_run() -> f64 {
 
 fn main() {
     let n: usize = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(20);
-    let g = goro::Builder::new().max_procs(2).build().unwrap();
+    let g = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let t = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let (mut gs, mut ps) = (vec![], vec![]);
     for _ in 0..3 {

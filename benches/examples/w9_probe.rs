@@ -166,7 +166,7 @@ fn median(v: &[f64]) -> f64 {
 
 fn main() {
     let n: usize = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(20);
-    let g = goro::Builder::new().max_procs(2).build().unwrap();
+    let g = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let t = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let goro = |p| per_pair(g.block_on(sample::<Goro>(p)));
     let tokio = |p| per_pair(t.block_on(t.spawn(sample::<Tokio>(p))).unwrap());

@@ -64,7 +64,7 @@ fn timed(t0: Instant, spans: &Mutex<Vec<Span>>, pairs: impl FnOnce()) {
     spans.lock().unwrap().push(Span { start, end: t0.elapsed() });
 }
 
-fn goro_run(rt: &goro::Runtime) -> Run {
+fn goro_run(rt: &goro::runtime::Runtime) -> Run {
     rt.block_on(async {
         let spans = Arc::new(Mutex::new(Vec::new()));
         let t0 = Instant::now();
@@ -125,7 +125,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
-    let goro_rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let goro_rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let tokio_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let (mut goro_runs, mut tokio_runs) = (Vec::new(), Vec::new());
     for _ in 0..runs {

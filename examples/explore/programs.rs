@@ -104,14 +104,14 @@ pub async fn hits(n: usize, cas: bool) {
 
 async fn load_then_store(m: &Map<&'static str, usize>) {
     let v = m.load("hits").unwrap();
-    goro::yield_now().await; // a scheduling point between the two calls (see `hits`)
+    goro::runtime::yield_now().await; // a scheduling point between the two calls (see `hits`)
     m.store("hits", v + 1); // BUG: another G may have stored in between
 }
 
 async fn compare_and_swap(m: &Map<&'static str, usize>) {
     loop {
         let v = m.load("hits").unwrap();
-        goro::yield_now().await; // the same scheduling point: the swap must catch it
+        goro::runtime::yield_now().await; // the same scheduling point: the swap must catch it
         if m.compare_and_swap("hits", &v, v + 1) {
             return;
         }

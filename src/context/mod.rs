@@ -31,6 +31,11 @@
 //! });
 //! ```
 //!
+//! Import the module and the type, as above, and write `context::with_cancel(..)` as Go writes
+//! `context.WithCancel`: `use goro::context::*` would bring this [`Context`] over
+//! `std::task::Context`, the argument of a hand-written `Future::poll` (where both are needed,
+//! name std's `std::task::Context`).
+//!
 //! # The tree
 //!
 //! Every context but the roots ([`Context::background`], [`Context::todo`]) has a parent, and

@@ -60,7 +60,7 @@
 //! is what wakes an operation waiting on it. While that runtime lives, the socket works from
 //! anywhere: a G of another runtime, a plain thread under some other executor, code generic
 //! over the [`futures_io`] traits. Once the runtime is dropped (say the socket came back out of
-//! [`Runtime::block_on`](crate::Runtime::block_on)), no poller will ever report it ready, so
+//! [`Runtime::block_on`](crate::runtime::Runtime::block_on)), no poller will ever report it ready, so
 //! every operation that goes through the poller fails at once: `read`, `read_exact`, `write`,
 //! `write_all`, `accept`, `recv`, `recv_from`, `send`, `send_to`, on the socket, its split
 //! halves and through the traits. The error is [`io::ErrorKind::Other`] with the message
@@ -74,7 +74,7 @@
 //!
 //! ```
 //! use goro::net::{TcpListener, TcpStream};
-//! let rt = goro::Builder::new().build()?;
+//! let rt = goro::runtime::Builder::new().build()?;
 //! let (ln, conn) = rt.block_on(async {
 //!     let ln = TcpListener::bind("127.0.0.1:0").await?;
 //!     let conn = TcpStream::connect(ln.local_addr()?).await?;

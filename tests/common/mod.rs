@@ -30,8 +30,8 @@ mod watchdog;
 pub use watchdog::{watchdog_for as watchdog, Watchdog};
 
 /// A goro runtime with `procs` Ps.
-pub fn rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).build().expect("build runtime")
+pub fn rt(procs: usize) -> goro::runtime::Runtime {
+    goro::runtime::Builder::new().max_procs(procs).build().expect("build runtime")
 }
 
 /// Polls `fut` once with a no-op waker.
@@ -53,7 +53,7 @@ pub async fn yield_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + HANG;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        goro::yield_now().await;
+        goro::runtime::yield_now().await;
     }
 }
 

@@ -161,7 +161,7 @@ pub(crate) fn expand(kind: Kind, args: &[Tok], item: &[Tok]) -> Result<Vec<Out>,
     let fut = vec![Out::Code("__goro_main()")];
     // `(&Main::new(builder, fut)).run()`: main runs as a G of its own when the future is
     // `Send + 'static`, else on the calling thread (see `goro_runtime::__private::entry`).
-    let mut builder = vec![Out::Code("::goro::Builder::new()")];
+    let mut builder = vec![Out::Code("::goro::runtime::Builder::new()")];
     if let Some(n) = args.max_procs {
         builder.push(Out::Code(".max_procs"));
         // The value stays inside its own group, so an expression like `1 + 1` stays whole.
@@ -683,8 +683,8 @@ mod tests {
 
     fn body_of(ctor: &str, procs: Option<&str>, ret: &str, block: &str) -> String {
         let builder = match procs {
-            Some(n) => format!("::goro::Builder::new().max_procs({n})"),
-            None => "::goro::Builder::new()".to_owned(),
+            Some(n) => format!("::goro::runtime::Builder::new().max_procs({n})"),
+            None => "::goro::runtime::Builder::new()".to_owned(),
         };
         format!(
             "{{ async fn __goro_main() {ret} {block} use ::goro::__private::{{RunAsG as _, RunOnThread as _}}; \

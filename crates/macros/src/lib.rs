@@ -13,7 +13,7 @@
 //! | `#[goro::main(max_procs = 2)] ..` | the same with `Builder::new().max_procs(2)` |
 //! | `#[goro::test] async fn t() -> R { body }` | the same fn `t`, with `#[test]` |
 //!
-//! (`Main` and `Builder` are spelled `::goro::__private::Main` and `::goro::Builder`.) When
+//! (`Main` and `Builder` are spelled `::goro::__private::Main` and `::goro::runtime::Builder`.) When
 //! the body's future is `Send + 'static` and its output `Send`, as an `async fn main` nearly
 //! always is, `run` spawns it as a G of its own (Go's main goroutine: it runs on whichever P
 //! is free) and the calling thread only waits for it, so a G that computes without a yield
@@ -66,7 +66,7 @@ use expand::{Delim, Kind, Out, Src, Tok};
 /// ```ignore
 /// #[goro::main(max_procs = 2)]
 /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
-///     assert_eq!(goro::max_procs(), 2);
+///     assert_eq!(goro::runtime::max_procs(), 2);
 ///     let n = goro::go(async { "7".parse::<u32>() }).await.unwrap()?;
 ///     println!("{n}");
 ///     Ok(())
@@ -98,7 +98,7 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// #[goro::test(max_procs = 1)]
 /// async fn one_p() -> Result<(), String> {
-///     assert_eq!(goro::max_procs(), 1);
+///     assert_eq!(goro::runtime::max_procs(), 1);
 ///     Ok(())
 /// }
 ///

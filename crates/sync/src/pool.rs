@@ -96,7 +96,7 @@ struct LocalInner<T> {
 impl<T> Pool<T> {
     /// A pool whose [`get`](Pool::get) calls `new` when it has nothing cached (Go's `Pool.New`).
     ///
-    /// It gets one slot per P of the current runtime ([`goro::max_procs`](fn@goro_runtime::max_procs);
+    /// It gets one slot per P of the current runtime ([`goro::runtime::max_procs`](fn@goro_runtime::max_procs);
     /// outside a runtime, the number a new one would get), plus one for callers off goro. Used
     /// from a runtime with more Ps, slots are shared modulo that number.
     ///

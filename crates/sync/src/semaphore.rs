@@ -84,7 +84,7 @@ const GRANTED: u8 = 1;
 /// The two mix freely: a guard's drop is a `release`.
 ///
 /// ```
-/// use goro::sync::Semaphore;
+/// use goro::sync::semaphore::Semaphore;
 /// use std::sync::Arc;
 ///
 /// goro::run(async {
@@ -114,7 +114,7 @@ const GRANTED: u8 = 1;
 ///
 /// ```
 /// use goro::context::{self, Context};
-/// use goro::sync::Semaphore;
+/// use goro::sync::semaphore::Semaphore;
 /// use std::sync::Arc;
 ///
 /// goro::run(async {
@@ -130,7 +130,7 @@ const GRANTED: u8 = 1;
 ///             .await
 ///         })
 ///     };
-///     goro::yield_now().await;
+///     goro::runtime::yield_now().await;
 ///     cancel(); // `or_done` drops the job, and the guard with it
 ///     assert!(stuck.await.unwrap().is_err());
 ///     let both = sem.acquire_guard(2).await; // both permits are back
@@ -154,7 +154,7 @@ impl Semaphore {
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(3);
+    /// let sem = goro::sync::semaphore::Semaphore::new(3);
     /// assert_eq!((sem.size(), sem.available()), (3, 3));
     /// ```
     #[track_caller]
@@ -166,7 +166,7 @@ impl Semaphore {
     /// The number of permits the semaphore was created with.
     ///
     /// ```
-    /// assert_eq!(goro::sync::Semaphore::new(5).size(), 5);
+    /// assert_eq!(goro::sync::semaphore::Semaphore::new(5).size(), 5);
     /// ```
     pub fn size(&self) -> usize {
         self.size
@@ -175,7 +175,7 @@ impl Semaphore {
     /// The number of permits available right now (a snapshot: other Gs may change it at once).
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(5);
+    /// let sem = goro::sync::semaphore::Semaphore::new(5);
     /// assert!(sem.try_acquire(2));
     /// assert_eq!(sem.available(), 3);
     /// ```
@@ -197,7 +197,7 @@ impl Semaphore {
     ///
     /// ```
     /// goro::run(async {
-    ///     let sem = goro::sync::Semaphore::new(4);
+    ///     let sem = goro::sync::semaphore::Semaphore::new(4);
     ///     sem.acquire(3).await;
     ///     assert!(!sem.try_acquire(2));
     ///     sem.release(3);
@@ -219,7 +219,7 @@ impl Semaphore {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let sem = Arc::new(goro::sync::semaphore::Semaphore::new(1));
     /// sem.acquire_blocking(1);
     /// let s = sem.clone();
     /// let t = std::thread::spawn(move || {
@@ -238,7 +238,7 @@ impl Semaphore {
     /// changed) otherwise, including when `k > self.size()` (x/sync's `TryAcquire`).
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(2);
+    /// let sem = goro::sync::semaphore::Semaphore::new(2);
     /// assert!(sem.try_acquire(2));
     /// assert!(!sem.try_acquire(1));
     /// sem.release(2);
@@ -257,7 +257,7 @@ impl Semaphore {
     ///
     /// ```
     /// goro::run(async {
-    ///     let sem = goro::sync::Semaphore::new(3);
+    ///     let sem = goro::sync::semaphore::Semaphore::new(3);
     ///     {
     ///         let permit = sem.acquire_guard(2).await;
     ///         assert_eq!((permit.permits(), sem.available()), (2, 1));
@@ -275,7 +275,7 @@ impl Semaphore {
     /// somebody is waiting, or if `k > self.size()`.
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(2);
+    /// let sem = goro::sync::semaphore::Semaphore::new(2);
     /// let a = sem.try_acquire_guard(2).expect("free");
     /// assert!(sem.try_acquire_guard(1).is_none());
     /// drop(a);
@@ -292,7 +292,7 @@ impl Semaphore {
     /// If `k > self.size()`.
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(1);
+    /// let sem = goro::sync::semaphore::Semaphore::new(1);
     /// let permit = sem.acquire_guard_blocking(1);
     /// assert_eq!(sem.available(), 0);
     /// drop(permit);
@@ -312,7 +312,7 @@ impl Semaphore {
     /// If `k > self.size()`.
     ///
     /// ```
-    /// use goro::sync::Semaphore;
+    /// use goro::sync::semaphore::Semaphore;
     /// use std::sync::Arc;
     ///
     /// goro::run(async {
@@ -344,7 +344,7 @@ impl Semaphore {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let sem = Arc::new(goro::sync::semaphore::Semaphore::new(1));
     /// let permit = sem.clone().try_acquire_owned(1).expect("free");
     /// assert!(sem.clone().try_acquire_owned(1).is_none());
     /// drop(permit);
@@ -366,7 +366,7 @@ impl Semaphore {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let sem = Arc::new(goro::sync::semaphore::Semaphore::new(1));
     /// let permit = sem.clone().acquire_owned_blocking(1);
     /// let t = std::thread::spawn(move || drop(permit)); // released on another thread
     /// t.join().unwrap();
@@ -385,7 +385,7 @@ impl Semaphore {
     /// available (x/sync's message).
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(2);
+    /// let sem = goro::sync::semaphore::Semaphore::new(2);
     /// sem.acquire_blocking(2);
     /// sem.release(1);
     /// sem.release(1);
@@ -707,7 +707,7 @@ impl<'a> SemaphorePermit<'a> {
     /// The number of permits this guard holds.
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(4);
+    /// let sem = goro::sync::semaphore::Semaphore::new(4);
     /// assert_eq!(sem.try_acquire_guard(3).unwrap().permits(), 3);
     /// ```
     pub fn permits(&self) -> usize {
@@ -724,7 +724,7 @@ impl<'a> SemaphorePermit<'a> {
     /// `acquire`.
     ///
     /// ```
-    /// let sem = goro::sync::Semaphore::new(2);
+    /// let sem = goro::sync::semaphore::Semaphore::new(2);
     /// sem.try_acquire_guard(2).unwrap().forget();
     /// assert_eq!(sem.available(), 0);
     /// sem.release(2);
@@ -763,7 +763,7 @@ impl OwnedSemaphorePermit {
     /// The number of permits this guard holds.
     ///
     /// ```
-    /// let sem = std::sync::Arc::new(goro::sync::Semaphore::new(4));
+    /// let sem = std::sync::Arc::new(goro::sync::semaphore::Semaphore::new(4));
     /// assert_eq!(sem.try_acquire_owned(3).unwrap().permits(), 3);
     /// ```
     pub fn permits(&self) -> usize {
@@ -780,7 +780,7 @@ impl OwnedSemaphorePermit {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let sem = Arc::new(goro::sync::Semaphore::new(2));
+    /// let sem = Arc::new(goro::sync::semaphore::Semaphore::new(2));
     /// sem.clone().try_acquire_owned(2).unwrap().forget();
     /// assert_eq!((sem.available(), Arc::strong_count(&sem)), (0, 1));
     /// sem.release(2);

@@ -139,7 +139,7 @@ impl Future for Queued {
                     _ => *waker = Some(cx.waker().clone()),
                 }
                 drop(state);
-                crate::runtime::set_wait_reason(crate::WaitReason::SemAcquire);
+                crate::runtime::set_wait_reason(crate::runtime::WaitReason::SemAcquire);
                 Poll::Pending
             }
             TicketState::Gone => unreachable!("errgroup: a ticket polled after it was dropped"),

@@ -221,7 +221,7 @@ impl<E: Clone> Group<E> {
     /// [`wait`](Group::wait) for plain threads: parks the thread instead of a G.
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// let g = goro::sync::errgroup::Group::<()>::new();
     /// rt.block_on(async { g.go(async { Ok(()) }) });
     /// assert_eq!(g.wait_blocking(), Ok(()));
@@ -300,7 +300,7 @@ impl<E: Send + Sync + 'static> Group<E> {
     ///         let running = running.clone();
     ///         g.go_wait(async move {
     ///             assert!(running.fetch_add(1, Ordering::SeqCst) < 2);
-    ///             goro::yield_now().await;
+    ///             goro::runtime::yield_now().await;
     ///             running.fetch_sub(1, Ordering::SeqCst);
     ///             Ok(())
     ///         })

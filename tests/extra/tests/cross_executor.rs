@@ -31,7 +31,7 @@ async fn exchange(n: u64, tx: &goro::chan::Sender<u64>, rx: &goro::chan::Receive
 /// spinning_wakeups)`.
 fn ping_pong_with_tokio(tokio_workers: usize) -> (u64, u64) {
     let tokio_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(tokio_workers).build().unwrap();
-    let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     let (to_task, from_g) = goro::chan::<u64>(1);
     let (to_g, from_task) = goro::chan::<u64>(1);
     let task = tokio_rt.spawn(async move {

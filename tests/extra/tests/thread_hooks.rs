@@ -18,7 +18,7 @@ fn tokio_code_runs_inside_gs() {
     ));
     let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (s1, s2) = (started.clone(), stopped.clone());
-    let rt = goro::Builder::new()
+    let rt = goro::runtime::Builder::new()
         .max_procs(2)
         .on_thread_start(move || {
             s1.fetch_add(1, SeqCst);
@@ -70,7 +70,7 @@ fn tokio_code_runs_inside_gs() {
 /// A hook that panics on an M does not take the runtime down.
 #[test]
 fn panicking_hook_on_an_m_is_survived() {
-    let rt = goro::Builder::new()
+    let rt = goro::runtime::Builder::new()
         .max_procs(2)
         .on_thread_start(|| {
             if std::thread::current().name().is_some_and(|n| n.starts_with("goro-m")) {

@@ -98,8 +98,8 @@ fn ping_pong_g_and_tokio_task() {
 const QUIET: Duration = Duration::from_millis(1500);
 
 /// A runtime built as `#[goro::test]` builds it (the harness's main thread holds no channel).
-fn harness_rt(procs: usize) -> goro::Runtime {
-    goro::Builder::new().max_procs(procs).in_test_harness().build().unwrap()
+fn harness_rt(procs: usize) -> goro::runtime::Runtime {
+    goro::runtime::Builder::new().max_procs(procs).in_test_harness().build().unwrap()
 }
 
 /// A tokio task sends after the grace period.

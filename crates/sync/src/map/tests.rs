@@ -335,7 +335,7 @@ fn a_g_waiting_for_a_shard_lock_lets_the_gs_behind_it_run() {
         })
     };
     locked.recv().unwrap();
-    let rt = goro::Builder::new().max_procs(1).build().unwrap();
+    let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
     let (finished_tx, finished) = channel::<()>();
     let body = rt.spawn(async move {
         let waiting = Arc::new(AtomicBool::new(false));
@@ -349,7 +349,7 @@ fn a_g_waiting_for_a_shard_lock_lets_the_gs_behind_it_run() {
         // One P: once the storer has started, this G runs again only if the storer's wait let
         // the P go.
         while !waiting.load(SeqCst) {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         release.send(()).unwrap();
         storer.await.unwrap();

@@ -4,7 +4,7 @@
 use crate::harness::failure;
 use goro::context::{self, Context, ContextError};
 use goro::runtime::GoroutineStatus;
-use goro::WaitReason;
+use goro::runtime::WaitReason;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,17 +88,17 @@ fn introspection_sees_the_models_gs() {
         let id = h.id();
         // Yield until the G parks on its receive (a loom yield: the others go first).
         while !goro::runtime::goroutines().iter().any(|g| g.id == id && g.status == GoroutineStatus::Waiting) {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
         let gs = goro::runtime::goroutines();
         assert_eq!(gs.len(), 2);
-        assert_eq!(goro::num_goroutine(), 2);
+        assert_eq!(goro::runtime::num_goroutine(), 2);
         let g = gs.iter().find(|g| g.id == id).unwrap();
         assert_eq!(g.wait_reason, Some(WaitReason::ChanReceive));
         assert!(goro::runtime::dump().contains(&format!("goroutine {id} [chan receive]:")));
         tx.send(3).await.unwrap();
         assert_eq!(h.await.unwrap(), Some(3));
-        assert_eq!(goro::num_goroutine(), 1);
+        assert_eq!(goro::runtime::num_goroutine(), 1);
     });
 }
 
@@ -168,7 +168,7 @@ fn spinning_on_yield_now_ends() {
         let f = flag.clone();
         goro::go(async move { f.store(true, SeqCst) });
         while !flag.load(SeqCst) {
-            goro::yield_now().await;
+            goro::runtime::yield_now().await;
         }
     });
 }
