@@ -52,7 +52,7 @@ loom::thread_local! {
 /// such call at each call site prints one line on stderr naming it.
 ///
 /// ```
-/// assert_eq!(goro_runtime::block_on_thread(async { 7 }), 7);
+/// assert_eq!(goro_runtime::__private::block_on_thread(async { 7 }), 7);
 /// ```
 #[track_caller]
 pub fn block_on_thread<F: Future>(fut: F) -> F::Output {
@@ -105,7 +105,7 @@ impl<T> crate::g::JoinHandle<T> {
     /// another M meanwhile, and reports the call site once on stderr).
     ///
     /// ```
-    /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     /// let h = rt.spawn(async { "done" });
     /// assert_eq!(h.join().unwrap(), "done");
     /// ```

@@ -171,8 +171,8 @@ pub(crate) enum Census {
 /// What to do with a G's panic that no `JoinHandle` observed (`Builder::unhandled_panic`).
 ///
 /// ```
-/// use goro::UnhandledPanic;
-/// let rt = goro::Builder::new().unhandled_panic(UnhandledPanic::ShutdownRuntime).build().unwrap();
+/// use goro::runtime::UnhandledPanic;
+/// let rt = goro::runtime::Builder::new().unhandled_panic(UnhandledPanic::ShutdownRuntime).build().unwrap();
 /// let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
 ///     rt.block_on(async {
 ///         drop(goro::go(async { panic!("boom") })); // detached: nothing will observe it

@@ -62,7 +62,7 @@ impl ReadyEvent {
 /// A UDP receive that parks its G until a datagram arrives (what `goro::net::UdpSocket` does):
 ///
 /// ```
-/// use goro_runtime::io::{Direction, Registration};
+/// use goro_runtime::__private::io::{Direction, Registration};
 /// use std::future::poll_fn;
 ///
 /// let rt = goro_runtime::Builder::new().build().unwrap();

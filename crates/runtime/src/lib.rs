@@ -99,10 +99,7 @@ mod fatal;
 mod g;
 mod globrunq;
 mod idle;
-// `io` and `time` are plumbing too (see `__private`); they stay reachable at the root, hidden,
-// because the examples in their own docs name them there.
-#[doc(hidden)]
-pub mod io;
+mod io;
 mod loom;
 mod m;
 mod mains;
@@ -122,8 +119,7 @@ mod synctest;
 mod syscall;
 mod sysmon;
 mod threads;
-#[doc(hidden)]
-pub mod time;
+mod time;
 mod timer;
 mod traceback;
 mod yield_now;
@@ -142,12 +138,6 @@ pub use syscall::syscall;
 pub use traceback::{Goroutine, GoroutineStatus};
 pub use yield_now::{yield_now, YieldNow};
 
-// Examples in the docs of `block_on_thread`, `can_spin` and `current_proc_index` name them at
-// the root: hidden there, their home is `__private`.
-#[doc(hidden)]
-pub use block_on_thread::block_on_thread;
-#[doc(hidden)]
-pub use runtime::{can_spin, current_proc_index};
 // The runtime's own modules name these at the root.
 #[cfg(loom)]
 pub(crate) use __private::refuse_io_in_model;
@@ -163,9 +153,17 @@ pub mod __private {
     pub use crate::block_on_thread::{block_on_thread, block_on_thread_for};
     pub use crate::coop::at_poll_end;
     pub use crate::g::HEADER_SIZE;
-    pub use crate::io;
     pub use crate::runtime::{can_spin, current_proc_index};
-    pub use crate::time;
+
+    /// The registrations of `goro::net`'s sockets with the netpoller.
+    pub mod io {
+        pub use crate::io::{Direction, ReadyEvent, Registration};
+    }
+
+    /// The clock, `sleep` and the raw timer behind `goro::time`.
+    pub mod time {
+        pub use crate::time::{now, sleep, sleep_until, system_now, RawTimer, Sleep};
+    }
 
     /// The bubbles of `goro::synctest`: tags, seeds, the bubble's clock and its waits.
     pub mod synctest {

@@ -9,7 +9,7 @@ use crate::sched::Shared;
 /// (`spawned` and below) only grow over the runtime's life.
 ///
 /// ```
-/// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+/// let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
 /// rt.block_on(async { goro::go(async {}).await.unwrap() });
 /// let m = rt.metrics();
 /// assert_eq!(m.procs, 2);

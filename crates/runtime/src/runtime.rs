@@ -20,8 +20,8 @@ use std::task::{Context, Poll, Waker};
 /// Configures and builds a [`Runtime`].
 ///
 /// ```
-/// let rt = goro::Builder::new().max_procs(2).thread_name("worker").build()?;
-/// assert_eq!(rt.block_on(async { goro::max_procs() }), 2);
+/// let rt = goro::runtime::Builder::new().max_procs(2).thread_name("worker").build()?;
+/// assert_eq!(rt.block_on(async { goro::runtime::max_procs() }), 2);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -50,7 +50,7 @@ impl Builder {
     /// at most 10 000 threads.
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn new() -> Builder {
@@ -85,9 +85,9 @@ impl Builder {
     /// `0` makes [`build`](Self::build) fail with `InvalidInput`.
     ///
     /// ```
-    /// let rt = goro::Builder::new().max_procs(1).build().unwrap();
-    /// assert_eq!(rt.block_on(async { goro::max_procs() }), 1);
-    /// assert!(goro::Builder::new().max_procs(0).build().is_err());
+    /// let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
+    /// assert_eq!(rt.block_on(async { goro::runtime::max_procs() }), 1);
+    /// assert!(goro::runtime::Builder::new().max_procs(0).build().is_err());
     /// ```
     pub fn max_procs(mut self, n: usize) -> Builder {
         self.max_procs = Some(n);
@@ -104,7 +104,7 @@ impl Builder {
     /// `goro::syscall`, or in plain blocking calls) waiting for such work.
     ///
     /// ```
-    /// let rt = goro::Builder::new().max_procs(2).max_threads(64).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().max_procs(2).max_threads(64).build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn max_threads(mut self, n: usize) -> Builder {
@@ -115,7 +115,7 @@ impl Builder {
     /// The name of the runtime's threads (`{name}-{n}`; default `goro-m`).
     ///
     /// ```
-    /// let rt = goro::Builder::new().thread_name("pool").build().unwrap();
+    /// let rt = goro::runtime::Builder::new().thread_name("pool").build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
@@ -126,7 +126,7 @@ impl Builder {
     /// The stack size of the runtime's threads, in bytes (default: std's).
     ///
     /// ```
-    /// let rt = goro::Builder::new().thread_stack_size(4 << 20).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().thread_stack_size(4 << 20).build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn thread_stack_size(mut self, bytes: usize) -> Builder {
@@ -144,7 +144,7 @@ impl Builder {
     /// executor.
     ///
     /// ```
-    /// let rt = goro::Builder::new().handoff_blocked(false).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().handoff_blocked(false).build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn handoff_blocked(mut self, on: bool) -> Builder {
@@ -161,7 +161,7 @@ impl Builder {
     /// with status 2. See the porting guide for the rule and its one blind spot.
     ///
     /// ```
-    /// let rt = goro::Builder::new().deadlock_detection(false).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().deadlock_detection(false).build().unwrap();
     /// rt.block_on(async {});
     /// ```
     pub fn deadlock_detection(mut self, on: bool) -> Builder {
@@ -177,7 +177,7 @@ impl Builder {
     /// the panic; `#[goro::main]` and `#[goro::test]` use it).
     ///
     /// ```
-    /// let rt = goro::Builder::new().unhandled_panic(goro::UnhandledPanic::Ignore).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().unhandled_panic(goro::runtime::UnhandledPanic::Ignore).build().unwrap();
     /// rt.block_on(async {
     ///     drop(goro::go(async { panic!("printed, then ignored") }));
     /// });
@@ -210,7 +210,7 @@ impl Builder {
     /// use std::sync::Arc;
     /// let started = Arc::new(AtomicUsize::new(0));
     /// let s = started.clone();
-    /// let rt = goro::Builder::new()
+    /// let rt = goro::runtime::Builder::new()
     ///     .max_procs(2)
     ///     .on_thread_start(move || {
     ///         s.fetch_add(1, Ordering::SeqCst);
@@ -235,7 +235,7 @@ impl Builder {
     /// use std::sync::Arc;
     /// let live = Arc::new(AtomicIsize::new(0));
     /// let (a, b) = (live.clone(), live.clone());
-    /// let rt = goro::Builder::new()
+    /// let rt = goro::runtime::Builder::new()
     ///     .on_thread_start(move || {
     ///         a.fetch_add(1, Ordering::SeqCst);
     ///     })
@@ -259,7 +259,7 @@ impl Builder {
     /// `InvalidInput` for `max_procs(0)`, `max_threads(0)` or `thread_stack_size(0)`.
     ///
     /// ```
-    /// let err = goro::Builder::new().max_procs(0).build().unwrap_err();
+    /// let err = goro::runtime::Builder::new().max_procs(0).build().unwrap_err();
     /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     /// assert!(err.to_string().contains("max_procs"));
     /// ```
@@ -309,7 +309,7 @@ impl Builder {
 /// thread it started is joined.
 ///
 /// ```
-/// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+/// let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
 /// let h = rt.spawn(async { 1 + 1 });
 /// assert_eq!(rt.block_on(h).unwrap(), 2);
 /// ```
@@ -331,7 +331,7 @@ impl Runtime {
     /// propagates out of `block_on`.
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// let local = String::from("borrowed");
     /// let n = rt.block_on(async { local.len() });
     /// assert_eq!(n, 8);
@@ -409,7 +409,7 @@ impl Runtime {
     /// Spawns a G on this runtime from any thread (inside or outside it).
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// let h = std::thread::scope(|s| s.spawn(|| rt.spawn(async { 7 })).join().unwrap());
     /// assert_eq!(h.join().unwrap(), 7);
     /// ```
@@ -432,7 +432,7 @@ impl Runtime {
     /// This runtime's counters; see [`Metrics`].
     ///
     /// ```
-    /// let rt = goro::Builder::new().max_procs(2).build().unwrap();
+    /// let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
     /// assert_eq!(rt.metrics().procs, 2);
     /// ```
     pub fn metrics(&self) -> Metrics {
@@ -475,10 +475,10 @@ impl Runtime {
     /// Every G of this runtime, as [`goroutines`] lists them.
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// let (tx, rx) = goro::chan::<()>(0);
     /// let h = rt.spawn(async move { rx.recv().await });
-    /// while !rt.goroutines().iter().any(|g| g.wait_reason == Some(goro::WaitReason::ChanReceive)) {
+    /// while !rt.goroutines().iter().any(|g| g.wait_reason == Some(goro::runtime::WaitReason::ChanReceive)) {
     ///     std::thread::yield_now();
     /// }
     /// drop(tx);
@@ -491,7 +491,7 @@ impl Runtime {
     /// Every G of this runtime, as [`dump`] prints them.
     ///
     /// ```
-    /// let rt = goro::Builder::new().build().unwrap();
+    /// let rt = goro::runtime::Builder::new().build().unwrap();
     /// let h = rt.spawn(async { goro::time::sleep(std::time::Duration::from_millis(20)).await });
     /// let dump = rt.dump();
     /// assert!(dump.starts_with("goroutine "), "{dump}");
@@ -637,7 +637,7 @@ pub fn run<F: Future>(future: F) -> F::Output {
         panic!(
             "goro::run called inside a goroutine (at {}): it would start a second runtime and block this G's \
              thread until the future ends. Await the future instead (or start it with goro::go); for a second \
-             runtime on purpose, use goro::Builder::new().build() and Runtime::block_on",
+             runtime on purpose, use goro::runtime::Builder::new().build() and Runtime::block_on",
             Location::caller()
         );
     }
@@ -715,8 +715,8 @@ macro_rules! go {
 /// runtime, the number a new one would get.
 ///
 /// ```
-/// let rt = goro::Builder::new().max_procs(3).build().unwrap();
-/// assert_eq!(rt.block_on(async { goro::max_procs() }), 3);
+/// let rt = goro::runtime::Builder::new().max_procs(3).build().unwrap();
+/// assert_eq!(rt.block_on(async { goro::runtime::max_procs() }), 3);
 /// ```
 pub fn max_procs() -> usize {
     crate::m::current(|ctx| ctx.map(|c| c.shared.allp.procs())).unwrap_or_else(config::default_max_procs)
@@ -727,7 +727,7 @@ pub fn max_procs() -> usize {
 ///
 /// ```
 /// goro::run(async {
-///     assert_eq!(goro::num_goroutine(), 1); // main
+///     assert_eq!(goro::runtime::num_goroutine(), 1); // main
 /// });
 /// ```
 pub fn num_goroutine() -> usize {
@@ -765,10 +765,10 @@ pub fn metrics() -> Metrics {
 /// goro::run(async {
 ///     let (tx, rx) = goro::chan::<u32>(0);
 ///     let h = goro::go(async move { rx.recv().await });
-///     goro::yield_now().await; // let it park
+///     goro::runtime::yield_now().await; // let it park
 ///     let gs = goro::runtime::goroutines();
 ///     let g = gs.iter().find(|g| g.id == h.id()).unwrap();
-///     assert_eq!(g.wait_reason, Some(goro::WaitReason::ChanReceive));
+///     assert_eq!(g.wait_reason, Some(goro::runtime::WaitReason::ChanReceive));
 ///     assert_eq!(g.status, goro::runtime::GoroutineStatus::Waiting);
 ///     tx.send(1).await.unwrap();
 ///     assert_eq!(h.await.unwrap(), Some(1));
@@ -804,7 +804,7 @@ pub fn goroutines() -> Vec<crate::Goroutine> {
 /// goro::run(async {
 ///     let (_tx, rx) = goro::chan::<u32>(0);
 ///     let h = goro::go(async move { rx.recv().await });
-///     goro::yield_now().await; // let it park
+///     goro::runtime::yield_now().await; // let it park
 ///     let dump = goro::runtime::dump();
 ///     assert!(dump.contains(&format!("goroutine {} [chan receive]:", h.id())), "{dump}");
 ///     h.abort();
@@ -832,7 +832,7 @@ pub fn dump() -> String {
 ///
 /// ```
 /// goro::run(async {
-///     goro::go(async { goro::runtime::set_wait_reason(goro::WaitReason::ChanReceive) }).await.unwrap();
+///     goro::go(async { goro::runtime::set_wait_reason(goro::runtime::WaitReason::ChanReceive) }).await.unwrap();
 /// });
 /// ```
 pub fn set_wait_reason(reason: crate::g::WaitReason) {
@@ -856,9 +856,9 @@ pub fn set_wait_reason(reason: crate::g::WaitReason) {
 /// M (Go's hand-off), so per-P data still needs its own (uncontended) synchronization.
 ///
 /// ```
-/// assert_eq!(goro_runtime::current_proc_index(), None);
+/// assert_eq!(goro_runtime::__private::current_proc_index(), None);
 /// goro::run(async {
-///     assert!(goro_runtime::current_proc_index().unwrap() < goro::max_procs());
+///     assert!(goro_runtime::__private::current_proc_index().unwrap() < goro::runtime::max_procs());
 /// });
 /// ```
 pub fn current_proc_index() -> Option<usize> {
@@ -875,9 +875,9 @@ pub fn current_proc_index() -> Option<usize> {
 /// could run others.
 ///
 /// ```
-/// assert!(goro_runtime::can_spin()); // a plain thread
-/// let rt = goro::Builder::new().max_procs(1).build().unwrap();
-/// assert!(!rt.block_on(async { goro_runtime::can_spin() })); // nobody else runs the holder
+/// assert!(goro_runtime::__private::can_spin()); // a plain thread
+/// let rt = goro::runtime::Builder::new().max_procs(1).build().unwrap();
+/// assert!(!rt.block_on(async { goro_runtime::__private::can_spin() })); // nobody else runs the holder
 /// ```
 pub fn can_spin() -> bool {
     crate::m::current(|ctx| {

@@ -564,7 +564,7 @@ fn report_long_poll(sh: &Shared, goid: u64, stuck: Duration) {
     config::warn_once_at("long poll", key, || {
         format!(
             "goro: {whom} has computed for {}s without reaching a yield point; goro cannot preempt it, so \
-             what waits for its thread waits too. Insert goro::yield_now().await in long loops (or check \
+             what waits for its thread waits too. Insert goro::runtime::yield_now().await in long loops (or check \
              goro::coop::should_yield())",
             stuck.as_secs()
         )

@@ -113,7 +113,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// let rt = goro_runtime::Builder::new().build().unwrap();
 /// rt.block_on(async {
 ///     let start = Instant::now();
-///     let mut nap = std::pin::pin!(goro_runtime::time::sleep(Duration::from_secs(3600)));
+///     let mut nap = std::pin::pin!(goro::time::sleep(Duration::from_secs(3600)));
 ///     nap.as_mut().reset(Instant::now() + Duration::from_millis(2)); // move the deadline
 ///     nap.await;
 ///     assert!(start.elapsed() >= Duration::from_millis(2));

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 /// ```
 /// goro::run(async {
 ///     for _ in 0..3 {
-///         goro::yield_now().await;
+///         goro::runtime::yield_now().await;
 ///     }
 /// });
 /// ```

@@ -113,7 +113,7 @@ impl<T> JoinHandle<T> {
     /// goro::run(async {
     ///     let h = goro::go(async {});
     ///     while !h.is_finished() {
-    ///         goro::yield_now().await;
+    ///         goro::runtime::yield_now().await;
     ///     }
     /// });
     /// ```

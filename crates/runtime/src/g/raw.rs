@@ -96,8 +96,8 @@ impl WaitReason {
     /// Go's text for the reason, as `runtime.Stack` prints it.
     ///
     /// ```
-    /// assert_eq!(goro::WaitReason::ChanReceive.as_str(), "chan receive");
-    /// assert_eq!(goro::WaitReason::Future.as_str(), "future");
+    /// assert_eq!(goro::runtime::WaitReason::ChanReceive.as_str(), "chan receive");
+    /// assert_eq!(goro::runtime::WaitReason::Future.as_str(), "future");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
