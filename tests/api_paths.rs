@@ -1,4 +1,4 @@
-//! Every public path of the API contract (/work/shared/API.md's names, in their homes), and
+//! Every public path of the API contract (the names users port Go code onto, in their homes), and
 //! every path that moved, through its deprecated alias: a path that disappears, or an alias
 //! that stops naming the same item as its home, fails to compile here.
 //!
