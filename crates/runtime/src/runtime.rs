@@ -804,9 +804,17 @@ pub fn goroutines() -> Vec<crate::Goroutine> {
 /// goro::run(async {
 ///     let (_tx, rx) = goro::chan::<u32>(0);
 ///     let h = goro::go(async move { rx.recv().await });
-///     goro::runtime::yield_now().await; // let it park
-///     let dump = goro::runtime::dump();
-///     assert!(dump.contains(&format!("goroutine {} [chan receive]:", h.id())), "{dump}");
+///     let parked = format!("goroutine {} [chan receive]:", h.id());
+///     let mut dump = goro::runtime::dump();
+///     // Until it parks: another P may be running it meanwhile (`[running]`).
+///     for _ in 0..10_000 {
+///         if dump.contains(&parked) {
+///             break;
+///         }
+///         goro::runtime::yield_now().await;
+///         dump = goro::runtime::dump();
+///     }
+///     assert!(dump.contains(&parked), "{dump}");
 ///     h.abort();
 /// });
 /// ```
