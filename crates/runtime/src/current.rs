@@ -13,18 +13,18 @@
 //!   as an untyped pointer: `m` owns the type and the cast.
 //! - The P's flags are published by the M that takes the P ([`publish_p`], from `hold`: an
 //!   `acquirep`, or the P taken back after a syscall) and cleared when it lets the P go
-//!   ([`clear_p`]). The record owns a strong count of the flags while it shows them (and keeps
-//!   it until the M takes another P or stops being current), so a read through it can never
-//!   meet freed memory, whatever order Ms, Ps and runtimes are torn down in.
+//!   ([`clear_p`]). The record owns a strong count of the runtime the flags live in while it
+//!   shows them (and keeps it until the M takes a P of another runtime or stops being current),
+//!   so a read through it can never meet freed memory, whatever order Ms, Ps and runtimes are
+//!   torn down in; and a syscall, or an M moving between the Ps of its runtime, counts nothing.
 //! - Everything else is this thread's alone.
 
 // The record sits below the `loom` shim (whose mutex reports its waits here), so it takes its
 // two atomics from std or loom itself.
-use crossbeam_utils::CachePadded;
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicBool, AtomicU64};
 use std::cell::Cell;
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering::Relaxed;
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -42,39 +42,42 @@ pub(crate) struct PFlags {
     pub(crate) lock_waits: AtomicU64,
 }
 
-/// How a P holds its flags: shared with the record of the thread that holds the P.
-pub(crate) type PFlagsArc = Arc<CachePadded<PFlags>>;
-
 /// The functions to call when the current poll ends: a user's (`coop::at_poll_end`) and the
 /// runtime's own (`coop::at_poll_end_runtime`).
 type PollEnd = [Option<fn()>; 2];
 
-/// A strong count of a P's flags, as a raw pointer the record can keep in a `Cell` (null: no
-/// flags). The record's `kept` always holds one of these, taken out and put back whole, so every
-/// count is released exactly once: by this type's drop.
-struct OwnedP(*const CachePadded<PFlags>);
+/// What a [`Kept`] count keeps alive: any runtime's state, type-erased (this module is below
+/// the scheduler and names none of its types).
+type Erased = dyn Send + Sync;
 
-impl OwnedP {
-    const NONE: OwnedP = OwnedP(ptr::null());
+/// A strong count of the runtime whose P's flags the record shows (or showed last), as a raw
+/// pointer the record can keep in a `Cell` (`None`: no count). The record's `kept` always
+/// holds one of these, taken out and put back whole, so every count is released exactly once:
+/// by this type's drop.
+struct Kept(Option<NonNull<Erased>>);
 
-    fn new(flags: &PFlagsArc) -> OwnedP {
-        OwnedP(Arc::into_raw(flags.clone()))
+impl Kept {
+    const NONE: Kept = Kept(None);
+
+    fn new<O: Send + Sync + 'static>(owner: &Arc<O>) -> Kept {
+        let erased: Arc<Erased> = owner.clone();
+        Kept(NonNull::new(Arc::into_raw(erased).cast_mut()))
     }
 
     /// The pointer, whose count the caller stores (in the record).
-    fn into_raw(self) -> *const CachePadded<PFlags> {
+    fn into_raw(self) -> Option<NonNull<Erased>> {
         let p = self.0;
         std::mem::forget(self);
         p
     }
 }
 
-impl Drop for OwnedP {
+impl Drop for Kept {
     fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: a non-null pointer came from `Arc::into_raw` (`new`) with its count, which
-            // only this value owns (the record hands its pointer over whole, see `Record::kept`).
-            drop(unsafe { Arc::from_raw(self.0) });
+        if let Some(p) = self.0 {
+            // SAFETY: the pointer came from `Arc::into_raw` (`new`) with its count, which only
+            // this value owns (the record hands its pointer over whole, see `Record::kept`).
+            drop(unsafe { Arc::from_raw(p.as_ptr().cast_const()) });
         }
     }
 }
@@ -82,14 +85,16 @@ impl Drop for OwnedP {
 struct Record {
     /// The current M (an `m::MCtx`), null if this thread is none.
     m: Cell<*const ()>,
-    /// The flags of the P this thread holds, null if none; when not null, equal to `kept`.
-    p: Cell<*const CachePadded<PFlags>>,
-    /// An [`OwnedP`]'s pointer: a count of the flags of the last P this M held, kept across a
-    /// release and a take of the same P (a `goro::syscall` does both, and counting them would
-    /// cost it two atomic read-modify-writes each way), replaced when the M takes another P and
-    /// released when the M stops being the current one ([`restore`]). Kept raw: a
-    /// thread-local with a destructor costs every access a check of its state.
-    kept: Cell<*const CachePadded<PFlags>>,
+    /// The flags of the P this thread holds, null if none: inside the runtime that `kept`
+    /// keeps alive.
+    p: Cell<*const PFlags>,
+    /// A [`Kept`]'s pointer: a count of the runtime of the last P this M held, kept across
+    /// releases and takes of its Ps (a `goro::syscall` does both, and an M moves between Ps; a
+    /// count each time would cost them atomic read-modify-writes on a line every M shares),
+    /// replaced when the M takes a P of another runtime and released when it stops being the
+    /// current M ([`restore`]). Kept raw: a thread-local with a destructor costs every access a
+    /// check of its state.
+    kept: Cell<Option<NonNull<Erased>>>,
     /// The yield points left in this poll before it yields (0: no count; only a synctest bubble
     /// counts, see [`set_budget`]).
     budget: Cell<u32>,
@@ -101,24 +106,25 @@ impl Record {
         Record {
             m: Cell::new(ptr::null()),
             p: Cell::new(ptr::null()),
-            kept: Cell::new(ptr::null()),
+            kept: Cell::new(None),
             budget: Cell::new(0),
             poll_end: Cell::new([None, None]),
         }
     }
 
     /// Keeps `new` and hands back the count it replaces.
-    fn replace_kept(&self, new: OwnedP) -> OwnedP {
-        OwnedP(self.kept.replace(new.into_raw()))
+    fn replace_kept(&self, new: Kept) -> Kept {
+        Kept(self.kept.replace(new.into_raw()))
     }
 
     /// Runs `f` on the published flags, if any.
     #[inline]
     fn with_p<R>(&self, f: impl FnOnce(&PFlags) -> R) -> Option<R> {
         let p = self.p.get();
-        // SAFETY: a non-null `p` equals `kept`, whose count the record owns and gives up only in
-        // `replace_kept`, which `f` (this module's code, below) does not call.
-        unsafe { p.as_ref() }.map(|flags| f(flags))
+        // SAFETY: a non-null `p` lies in the runtime that `kept` counts (see `publish_p`), and
+        // the record gives that count up only in `replace_kept`, which `f` (this module's code,
+        // below) does not call; `publish_p` and `restore` replace `p` before their count.
+        unsafe { p.as_ref() }.map(f)
     }
 }
 
@@ -142,16 +148,16 @@ pub(crate) fn m() -> *const () {
 /// with [`restore`]).
 pub(crate) fn enter_m(m: *const ()) -> Saved {
     RECORD
-        .try_with(|r| Saved { m: r.m.replace(m), p: r.p.replace(ptr::null()), kept: r.replace_kept(OwnedP::NONE) })
-        .unwrap_or(Saved { m: ptr::null(), p: ptr::null(), kept: OwnedP::NONE })
+        .try_with(|r| Saved { m: r.m.replace(m), p: r.p.replace(ptr::null()), kept: r.replace_kept(Kept::NONE) })
+        .unwrap_or(Saved { m: ptr::null(), p: ptr::null(), kept: Kept::NONE })
 }
 
 /// What [`enter_m`] replaced.
 pub(crate) struct Saved {
     m: *const (),
-    /// Null, or `kept`'s pointer.
-    p: *const CachePadded<PFlags>,
-    kept: OwnedP,
+    /// Null, or flags inside the runtime `kept` counts.
+    p: *const PFlags,
+    kept: Kept,
 }
 
 /// Puts back what [`enter_m`] replaced: the outer M, its P's flags and its count; the count the
@@ -166,15 +172,18 @@ pub(crate) fn restore(saved: Saved) {
     });
 }
 
-/// Publishes `flags` as those of the P this thread holds (`acquirep`, and the P taken back
-/// after a syscall). Counts them only when they are not the ones kept already.
-pub(crate) fn publish_p(flags: &PFlagsArc) {
+/// Publishes the flags that `flags` finds in `owner` (a runtime's state) as those of the P this
+/// thread holds (`acquirep`, and the P taken back after a syscall). The record keeps a count of
+/// `owner`, taken only when it kept another one: the reference `flags` returns lives as long as
+/// its borrow of `owner`, so it stays valid while that count does.
+pub(crate) fn publish_p<O: Send + Sync + 'static>(owner: &Arc<O>, flags: impl FnOnce(&O) -> &PFlags) {
     let _ = RECORD.try_with(|r| {
-        let want = Arc::as_ptr(flags);
-        if r.kept.get() != want {
-            drop(r.replace_kept(OwnedP::new(flags)));
+        let same = r.kept.get().is_some_and(|k| ptr::eq(k.as_ptr().cast::<()>(), Arc::as_ptr(owner).cast::<()>()));
+        r.p.set(ptr::null());
+        if !same {
+            drop(r.replace_kept(Kept::new(owner)));
         }
-        r.p.set(want);
+        r.p.set(flags(owner));
     });
 }
 
@@ -234,18 +243,18 @@ pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
     {
         /// Ends the wait even if `wait` unwinds: an odd count left behind would read as a wait
         /// forever, and the P would never be handed off again.
-        struct Done(*const CachePadded<PFlags>);
+        struct Done(*const PFlags);
         impl Drop for Done {
             fn drop(&mut self) {
                 let _ = RECORD.try_with(|r| {
                     // The same P: only this thread publishes its P, and a wait for a lock does
                     // not let it go (the callers' `wait` is a lock's park or a spin).
                     debug_assert_eq!(r.p.get(), self.0, "goro: a P was let go inside a wait for a lock");
-                    r.with_p(|f| bump(&f.lock_waits))
+                    r.with_p(|f| bump(&f.lock_waits, 1))
                 });
             }
         }
-        let waiting = RECORD.try_with(|r| r.with_p(|f| bump(&f.lock_waits)).map(|()| r.p.get()));
+        let waiting = RECORD.try_with(|r| r.with_p(|f| bump(&f.lock_waits, 1)).map(|()| r.p.get()));
         if let Ok(Some(p)) = waiting {
             let _done = Done(p);
             return wait();
@@ -254,10 +263,11 @@ pub fn lock_wait<R>(wait: impl FnOnce() -> R) -> R {
     wait()
 }
 
-/// One more on an owner-written counter, without a read-modify-write instruction.
-#[cfg(not(loom))]
-fn bump(c: &AtomicU64) {
-    c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+/// Adds to an owner-written counter without a read-modify-write instruction (the lock waits
+/// here, the P's stats; `loom` re-exports it, below which this module sits).
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
 /// Registers `f` to run when the current poll ends (`coop::at_poll_end`, slot 0, or the
@@ -288,20 +298,19 @@ mod tests {
     use super::*;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
-    fn published() -> *const CachePadded<PFlags> {
+    fn published() -> *const PFlags {
         RECORD.with(|r| r.p.get())
     }
 
     /// A `block_on` of another runtime inside a G: when it returns, and when it unwinds, the
     /// G's M shows its own P's flags again (else its Gs are never asked to yield and its lock
-    /// waits read as sleeps to sysmon), and once both runtimes are gone no count of any P's
-    /// flags is left behind.
+    /// waits read as sleeps to sysmon), and once both runtimes are gone no count of either is
+    /// left behind.
     #[test]
     fn a_nested_block_on_gives_the_outer_m_its_p_flags_back() {
         let outer = crate::Builder::new().max_procs(1).build().unwrap();
         let inner = Arc::new(crate::Builder::new().max_procs(1).build().unwrap());
-        let flags: Vec<PFlagsArc> =
-            outer.shared().allp.iter().chain(inner.shared().allp.iter()).map(|p| p.flags.clone()).collect();
+        let states = [outer.shared().clone(), inner.shared().clone()];
         let nested = inner.clone();
         outer.block_on(async move {
             crate::go(async move {
@@ -320,8 +329,8 @@ mod tests {
         });
         drop(inner);
         drop(outer);
-        for f in &flags {
-            assert_eq!(Arc::strong_count(f), 1, "a count of a P's flags outlived its runtime");
+        for sh in &states {
+            assert_eq!(Arc::strong_count(sh), 1, "a count of a runtime outlived it in a thread's record");
         }
     }
 }

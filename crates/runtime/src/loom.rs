@@ -118,12 +118,8 @@ impl<T> Mutex<T> {
     }
 }
 
-/// Adds to an owner-written counter without a read-modify-write instruction (the P's stats,
-/// `p` re-exports it).
-#[inline]
-pub(crate) fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
-}
+/// Adds to an owner-written counter without a read-modify-write instruction (`p` re-exports it).
+pub(crate) use crate::current::bump;
 
 /// A condition variable over [`Mutex`]; `wait` takes the guard by `&mut` as parking_lot does.
 #[derive(Debug, Default)]

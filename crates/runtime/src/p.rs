@@ -15,7 +15,7 @@
 //! Counters that metrics read are atomics written only by the owner (a relaxed load and store,
 //! no read-modify-write).
 
-use crate::current::PFlagsArc;
+use crate::current::PFlags;
 use crate::g::allgs::{DeadGs, GOID_BATCH};
 use crate::g::gfree::LocalFree;
 use crate::g::raw::Header;
@@ -53,8 +53,8 @@ pub(crate) struct P {
     /// This P's timers (Go's `p.timers`, with `p.timer0When` inside).
     pub(crate) timers: TimerHeap,
     /// sysmon's preemption request and the count of its owner's waits for goro's locks,
-    /// published in the owner's thread-local record (see `current`).
-    pub(crate) flags: PFlagsArc,
+    /// published in the owner's thread-local record (see `current`), on a line of their own.
+    pub(crate) flags: CachePadded<PFlags>,
     /// Set by sysmon when work outside this P's queue (the global queue, an M back from a
     /// syscall waiting for a P) has waited a whole time slice: the owner's next `findrunnable`
     /// gives it a turn before its own queue, as it does every 61st tick (see `m.rs`).
@@ -148,7 +148,7 @@ impl P {
             runq: steal,
             status: AtomicU8::new(P_IDLE),
             timers: TimerHeap::new(),
-            flags: PFlagsArc::default(),
+            flags: CachePadded::new(PFlags::default()),
             fairness_due: AtomicBool::new(false),
             blocked_since: AtomicU64::new(0),
             tid: AtomicU32::new(0),

@@ -503,7 +503,11 @@ impl LockOp {
                         // A waiter that waited before goes back to the front (Go's queueLifo).
                         let front = self.wait_start.is_some();
                         if !front {
-                            self.wait_start = Some(m.now());
+                            // Under loom a wait's start is `()`: there is no clock.
+                            #[cfg_attr(loom, allow(clippy::unit_arg))]
+                            {
+                                self.wait_start = Some(m.now());
+                            }
                         }
                         // SAFETY: the node is not queued (`queued` is false: never queued, or
                         // completed and unlinked by a notifier). It is pinned inside the future
