@@ -222,7 +222,7 @@ impl MCtx {
         #[cfg(not(loom))]
         pp.tid.store(crate::threads::current_tid(), Relaxed);
         self.p.set(Some(p));
-        crate::current::publish_p(&self.shared, |sh| &*sh.allp[p].flags);
+        crate::current::publish_p(&self.shared, |sh| &sh.allp[p].flags);
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
