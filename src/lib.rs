@@ -87,6 +87,8 @@ pub mod __private {
 }
 
 pub mod context;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 pub mod net;
 pub mod runtime;
 #[cfg(unix)]

@@ -405,6 +405,29 @@ where
     }
 }
 
+impl Io<mio::net::TcpStream> {
+    /// [`poll_read`](Self::poll_read) into memory that may be uninitialized (hyper's read
+    /// buffer), so that a reader need not zero its buffer before every read.
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
+    pub(crate) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        let ptr = buf.as_mut_ptr().cast::<u8>();
+        self.poll_transfer(cx, Direction::Read, len, || {
+            // SAFETY: `ptr..ptr + len` is `buf`, borrowed mutably for this call and valid for
+            // writes. The slice made from it is handed only to `read(2)` (mio's `read` on a
+            // socket is `recv`), which writes into it and never reads it; nothing reads a byte
+            // of it past what the call returns. tokio's `TcpStream::poll_read` rests on the
+            // same contract.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+            (&self.source).read(bytes)
+        })
+    }
+}
+
 /// Go's `io.ReadFull` over `read`: `UnexpectedEof` if the peer closes first.
 pub(crate) async fn read_exact_with(
     mut buf: &mut [u8],
