@@ -89,6 +89,7 @@
 //! |----|------|
 //! | `synctest.Test(t, func(t *testing.T) { .. })` | `#[goro::test(synctest)] async fn t() { .. }`, or [`test()`]`(async { .. })` |
 //! | `synctest.Wait()` | [`wait`]`().await` |
+//! | (beyond Go) a foreign future only the bubble wakes | [`durable`]`(fut).await`: a G waiting on it is durably blocked |
 //! | `time.Now()` in a bubble | [`goro::time::now`](crate::time::now), [`goro::time::system_now`](crate::time::system_now) (not `std::time::Instant::now`, which is the real clock) |
 
 use goro_runtime::__private::synctest::{panic_message, splitmix64, BubbleSpec, BubbleSummary, Policy};
@@ -98,6 +99,67 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 pub use goro_runtime::__private::synctest::{wait, Wait};
+
+/// Awaits `fut`, a future that is not goro's, saying that only the bubble wakes it: its
+/// wakers are called by the bubble's own Gs, timers and pipes, never by a thread or a socket
+/// outside. A G waiting on it is then *durably blocked*, as one waiting on a goro channel is,
+/// so that the bubble's clock can advance and [`wait`] can return.
+///
+/// A G parked on a foreign future is otherwise not durably blocked (something outside the
+/// bubble might wake it), and a bubble with such a G waits for the outside instead of
+/// advancing its clock: this is for the futures of a library that synchronizes its own tasks
+/// with primitives of its own. [`goro::hyper`](crate) wraps what it spawns in it (hyper's
+/// tasks wake one another); a test awaiting hyper's client (`send_request`) in a bubble
+/// wraps that. Outside a bubble it is `fut.await`.
+///
+/// If something outside the bubble does wake `fut`, the bubble may advance its clock or end
+/// a [`wait`] too early: the promise is the caller's.
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Context, Poll, Waker};
+/// use std::time::Duration;
+///
+/// /// A one-shot of some other library: a slot and a waker.
+/// #[derive(Clone, Default)]
+/// struct Slot(Arc<Mutex<(Option<u32>, Option<Waker>)>>);
+/// impl Future for Slot {
+///     type Output = u32;
+///     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+///         let mut s = self.0.lock().unwrap();
+///         match s.0.take() {
+///             Some(v) => Poll::Ready(v),
+///             None => { s.1 = Some(cx.waker().clone()); Poll::Pending }
+///         }
+///     }
+/// }
+///
+/// goro::synctest::test(async {
+///     let slot = Slot::default();
+///     let filler = slot.clone();
+///     goro::go(async move {
+///         goro::time::sleep(Duration::from_secs(60)).await; // a minute of the bubble's time
+///         let mut s = filler.0.lock().unwrap();
+///         s.0 = Some(7);
+///         s.1.take().map(Waker::wake);
+///     });
+///     // Without `durable`, the bubble would wait for a wake from outside, and never advance.
+///     assert_eq!(goro::synctest::durable(slot).await, 7);
+/// });
+/// ```
+pub async fn durable<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        let r = fut.as_mut().poll(cx);
+        if r.is_pending() {
+            goro_runtime::__private::synctest::mark_durable();
+        }
+        r
+    })
+    .await
+}
 
 /// Runs `fut` as the root G of a new bubble on the calling thread, and returns its output once
 /// every G of the bubble has exited (Go's `synctest.Test`). See the [module docs](self).

@@ -168,8 +168,9 @@ pub mod __private {
     /// The bubbles of `goro::synctest`: tags, seeds, the bubble's clock and its waits.
     pub mod synctest {
         pub use crate::synctest::{
-            check_tag, current_seed, panic_message, set_wait_reason_of, splitmix64, system_now, tag, wait, wait_exit,
-            BubbleSpec, BubbleSummary, Policy, Wait, WaitExit, ANY, DEADLOCK, NONE_OF_THEM, ROOT_EXITED,
+            check_tag, current_seed, mark_durable, panic_message, set_wait_reason_of, splitmix64, system_now, tag,
+            wait, wait_exit, BubbleSpec, BubbleSummary, Policy, Wait, WaitExit, ANY, DEADLOCK, NONE_OF_THEM,
+            ROOT_EXITED,
         };
     }
 

@@ -66,6 +66,30 @@ pub fn set_wait_reason_of(reason: WaitReason, owner: u64) {
     })
 }
 
+/// Called when a future that only the bubble wakes returned `Pending` (see
+/// `goro::synctest::durable`): in a bubble, a G whose poll set no wait reason (it waits on a
+/// foreign future) is marked as waiting on [`BubbleFuture`](WaitReason::BubbleFuture), which
+/// is durable. Outside bubbles, and for a G that a goro primitive parked, it does nothing. Not
+/// part of the stable API.
+#[doc(hidden)]
+pub fn mark_durable() {
+    #[cfg(loom)]
+    if crate::model::active() {
+        return;
+    }
+    crate::m::current(|ctx| {
+        if let Some(ctx) = ctx {
+            if ctx.shared.config.bubble.is_some() {
+                ctx.with_wait_reason(|slot| {
+                    if slot.load(Relaxed) == WaitReason::Future as u8 {
+                        slot.store(WaitReason::BubbleFuture as u8, Relaxed);
+                    }
+                });
+            }
+        }
+    })
+}
+
 /// Waits until every other G of the bubble is durably blocked (Go's `synctest.Wait`).
 ///
 /// # Panics

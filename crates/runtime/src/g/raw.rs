@@ -69,10 +69,14 @@ pub enum WaitReason {
     /// In `goro::synctest::wait`, or the root of a bubble waiting for its Gs to exit
     /// (`synctest.Wait`).
     SynctestWait,
+    /// `future (bubble)`: a future that is not goro's, which only the bubble's own Gs,
+    /// timers and pipes wake (said so with `goro::synctest::durable`): in a bubble, a G
+    /// parked on it is durably blocked.
+    BubbleFuture,
 }
 
 impl WaitReason {
-    const ALL: [WaitReason; 18] = [
+    const ALL: [WaitReason; 19] = [
         WaitReason::Future,
         WaitReason::ChanReceive,
         WaitReason::ChanSend,
@@ -91,6 +95,7 @@ impl WaitReason {
         WaitReason::SyncCondWait,
         WaitReason::Join,
         WaitReason::SynctestWait,
+        WaitReason::BubbleFuture,
     ];
 
     /// Go's text for the reason, as `runtime.Stack` prints it.
@@ -119,6 +124,7 @@ impl WaitReason {
             WaitReason::SyncCondWait => "sync.Cond.Wait",
             WaitReason::Join => "goroutine join",
             WaitReason::SynctestWait => "synctest.Wait",
+            WaitReason::BubbleFuture => "future (bubble)",
         }
     }
 
