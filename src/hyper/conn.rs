@@ -59,15 +59,17 @@ where
     B::Data: Send,
     B::Error: Into<Error>,
 {
+    // In a bubble the connection's G is durably blocked when hyper waits on its own tasks
+    // (HTTP/2's streams): they are Gs of the bubble too.
     if limits.read_header.is_none() && limits.idle.is_none() {
         let conn = pin!(builder.serve_connection(Io::new(conn), service));
-        return drive(conn, |c| c.graceful_shutdown(), done, None).await;
+        return crate::synctest::durable(drive(conn, |c| c.graceful_shutdown(), done, None)).await;
     }
-    let activity = Arc::new(Activity::new());
+    let activity = Arc::new(Activity::new(limits));
     let io = Watched { io: Io::new(conn), activity: activity.clone() };
     let service = Tracked { inner: service, activity: activity.clone() };
     let conn = pin!(builder.serve_connection(io, service));
-    drive(conn, |c| c.graceful_shutdown(), done, Some((&activity, limits))).await
+    crate::synctest::durable(drive(conn, |c| c.graceful_shutdown(), done, Some((&activity, limits)))).await
 }
 
 /// Polls `conn` to its end; shuts it down gracefully once `done` is closed, and closes it at
@@ -156,18 +158,21 @@ pub(super) struct Activity {
     /// When the first bytes of the next request came, in ns since `origin`, plus 1; 0 while
     /// none has come (or a request is in flight).
     header_since: AtomicU64,
-    /// When the last response ended, in ns since `origin`.
+    /// When the last response ended, in ns since `origin` (kept only with an `IdleTimeout`:
+    /// a read of the clock per request saved otherwise).
     idle_since: AtomicU64,
+    track_idle: bool,
 }
 
 impl Activity {
-    fn new() -> Activity {
+    fn new(limits: Limits) -> Activity {
         // The first request's header is timed from the connection's start, as in Go.
         Activity {
             origin: crate::time::now(),
             in_flight: AtomicUsize::new(0),
             header_since: AtomicU64::new(1),
             idle_since: AtomicU64::new(0),
+            track_idle: limits.idle.is_some(),
         }
     }
 
@@ -192,7 +197,9 @@ impl Activity {
     fn end(&self) {
         // Before the decrement that may make the connection idle: whoever sees it idle sees
         // when it became so.
-        self.idle_since.store(self.elapsed(), Relaxed);
+        if self.track_idle {
+            self.idle_since.store(self.elapsed(), Relaxed);
+        }
         self.in_flight.fetch_sub(1, Release);
     }
 

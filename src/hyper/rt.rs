@@ -26,8 +26,10 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    /// The G is [`durable`](crate::synctest::durable) in a bubble: hyper's tasks are woken
+    /// by one another, by their connection and by goro's timers.
     fn execute(&self, fut: F) {
-        drop(crate::go(fut));
+        drop(crate::go(crate::synctest::durable(fut)));
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::conn::{self, Limits};
 use super::{Error, Executor, Timer, Transport};
+use crate::chan::Receiver;
 use crate::context::Context;
 use crate::net::TcpListener;
 use crate::sync::WaitGroup;
@@ -10,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::server::conn::auto;
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,16 +100,20 @@ impl Server {
     ///
     /// # Errors
     /// The listener's error.
-    pub async fn serve<S, B>(&self, listener: TcpListener, service: S) -> io::Result<()>
+    pub fn serve<S, B>(
+        &self,
+        listener: TcpListener,
+        service: S,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Error>,
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Error>,
     {
-        self.accept_loop(None, listener, service).await
+        self.clone().accept_loop(None, listener, service)
     }
 
     /// Serves as [`serve`](Server::serve) until `ctx` is done, then shuts down as Go's
@@ -118,16 +124,21 @@ impl Server {
     ///
     /// # Errors
     /// The listener's error (the connections are shut down as above first).
-    pub async fn serve_with_context<S, B>(&self, ctx: &Context, listener: TcpListener, service: S) -> io::Result<()>
+    pub fn serve_with_context<S, B>(
+        &self,
+        ctx: &Context,
+        listener: TcpListener,
+        service: S,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Error>,
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Error>,
     {
-        self.accept_loop(Some(ctx), listener, service).await
+        self.clone().accept_loop(Some(ctx.done()), listener, service)
     }
 
     /// Serves one connection on the calling G (a [`TcpStream`](crate::net::TcpStream), or a
@@ -136,31 +147,35 @@ impl Server {
     ///
     /// # Errors
     /// hyper's error for the connection (a malformed request, a timeout, an I/O error).
-    pub async fn serve_connection<T, S, B>(&self, conn: T, service: S) -> Result<(), Error>
+    pub fn serve_connection<T, S, B>(
+        &self,
+        conn: T,
+        service: S,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static
     where
         T: Transport,
-        S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Send + Sync + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Error>,
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Error>,
     {
-        conn::serve(&self.builder, self.limits, conn, service, None).await
+        let this = self.clone();
+        async move { conn::serve(&this.builder, this.limits, conn, service, None).await }
     }
 
-    async fn accept_loop<S, B>(&self, ctx: Option<&Context>, listener: TcpListener, service: S) -> io::Result<()>
+    async fn accept_loop<S, B>(self, done: Option<Receiver<()>>, listener: TcpListener, service: S) -> io::Result<()>
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Error>,
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Error>,
     {
-        let shared = Arc::new((self.builder.clone(), self.limits));
+        let shared = Arc::new((self.builder, self.limits));
         let conns = WaitGroup::new();
-        let done = ctx.map(|c| c.done());
         let mut backoff = Duration::ZERO;
         let result = loop {
             let accepted = match &done {
@@ -240,16 +255,16 @@ fn retry_after(e: &io::Error, backoff: &mut Duration) -> Option<Duration> {
 ///     .await
 /// }
 /// ```
-pub async fn serve<S, B>(listener: TcpListener, service: S) -> io::Result<()>
+pub fn serve<S, B>(listener: TcpListener, service: S) -> impl Future<Output = io::Result<()>> + Send + 'static
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Error>,
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Error>,
 {
-    Server::new().serve(listener, service).await
+    Server::new().serve(listener, service)
 }
 
 /// Serves until `ctx` is done, then shuts down gracefully (Go's `srv.Shutdown`):
@@ -257,14 +272,18 @@ where
 ///
 /// # Errors
 /// The listener's error.
-pub async fn serve_with_context<S, B>(ctx: &Context, listener: TcpListener, service: S) -> io::Result<()>
+pub fn serve_with_context<S, B>(
+    ctx: &Context,
+    listener: TcpListener,
+    service: S,
+) -> impl Future<Output = io::Result<()>> + Send + 'static
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Error>,
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Error>,
 {
-    Server::new().serve_with_context(ctx, listener, service).await
+    Server::new().serve_with_context(ctx, listener, service)
 }
