@@ -96,13 +96,18 @@ where
     send
 }
 
-/// Sends `req` on `client`: hyper's client waits on its connection's G through a channel of
-/// its own, which in a bubble only the bubble wakes.
+/// Sends `req` on `client` once the connection can take it (the previous response read:
+/// hyper's `send_request` fails otherwise). hyper's client waits on its connection's G
+/// through a channel of its own, which in a bubble only the bubble wakes.
 async fn send(
     client: &mut hyper::client::conn::http1::SendRequest<Body>,
     req: Request<Body>,
 ) -> hyper::Result<Response<Incoming>> {
-    synctest::durable(client.send_request(req)).await
+    synctest::durable(async {
+        client.ready().await?;
+        client.send_request(req).await
+    })
+    .await
 }
 
 fn get(path: &str) -> Request<Body> {
