@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// hyper's [`Executor`](hyper::rt::Executor) on goro: every future hyper hands it (an HTTP/2
 /// stream, a client connection's driver) becomes a G, as `go f()` would.
 ///
-/// Must be used from a G (inside [`goro::run`](crate::run)), like [`goro::go`](crate::go).
+/// Must be used from a G (inside [`goro::run`](crate::run)), like [`goro::go`](crate::go()).
 ///
 /// ```
 /// use hyper::rt::Executor as _;

@@ -122,6 +122,10 @@ impl Server {
     /// HTTP/2 client is told with a `GOAWAY`), and returns `Ok(())` once every connection's G
     /// has ended.
     ///
+    /// A request whose client hung up is not waited for: hyper drops its handler's future
+    /// when it sees the connection close (Go would cancel the request's context and let the
+    /// handler return by itself). Work that must finish belongs in a G of its own.
+    ///
     /// # Errors
     /// The listener's error (the connections are shut down as above first).
     pub fn serve_with_context<S, B>(
