@@ -99,7 +99,8 @@ impl Server {
     /// reached waits and tries again, as Go's does).
     ///
     /// # Errors
-    /// The listener's error.
+    /// The listener's error, at once; the connections it accepted go on being served by their
+    /// Gs (Go's `Serve` does the same).
     pub fn serve<S, B>(
         &self,
         listener: TcpListener,
@@ -127,7 +128,7 @@ impl Server {
     /// handler return by itself). Work that must finish belongs in a G of its own.
     ///
     /// # Errors
-    /// The listener's error (the connections are shut down as above first).
+    /// The listener's error, at once, as [`serve`](Server::serve) returns it.
     pub fn serve_with_context<S, B>(
         &self,
         ctx: &Context,
@@ -213,9 +214,13 @@ impl Server {
                 conns.done();
             }));
         };
-        // Go's Shutdown closes the listeners first, then waits for the connections.
+        // Go's Shutdown closes the listeners first, then waits for the connections. A failed
+        // listener returns at once, as Go's Serve does: the connections it accepted go on,
+        // each on its G.
         drop(listener);
-        conns.wait().await;
+        if result.is_ok() {
+            conns.wait().await;
+        }
         result
     }
 }
