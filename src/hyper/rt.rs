@@ -27,9 +27,10 @@ where
     F::Output: Send + 'static,
 {
     /// The G is [`durable`](crate::synctest::durable) in a bubble: hyper's tasks are woken
-    /// by one another, by their connection and by goro's timers.
+    /// by one another, by their connection and by goro's timers. A panic in it (an HTTP/2
+    /// handler's) ends that task alone, reported as Go's `net/http` reports a handler's.
     fn execute(&self, fut: F) {
-        drop(crate::go(crate::synctest::durable(fut)));
+        drop(crate::go(crate::synctest::durable(super::conn::recover("an HTTP/2 stream", fut))));
     }
 }
 

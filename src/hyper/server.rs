@@ -190,8 +190,8 @@ impl Server {
                     None => break Ok(()),
                 },
             };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(e) => match retry_after(&e, &mut backoff) {
                     Some(wait) => {
                         crate::time::sleep(wait).await;
@@ -209,9 +209,10 @@ impl Server {
             let conns = conns.clone();
             conns.add(1);
             drop(crate::go(async move {
+                // Done even if the connection's G unwinds: a shutdown waits for no G that ended.
+                let _done = Done(&conns);
                 // The connection's error is its client's business (Go logs it to ErrorLog).
-                let _ = conn::serve(&shared.0, shared.1, stream, service, done.as_ref()).await;
-                conns.done();
+                let _ = conn::recover(peer, conn::serve(&shared.0, shared.1, stream, service, done.as_ref())).await;
             }));
         };
         // Go's Shutdown closes the listeners first, then waits for the connections. A failed
@@ -222,6 +223,15 @@ impl Server {
             conns.wait().await;
         }
         result
+    }
+}
+
+/// Marks a connection's G done in the server's `WaitGroup` when dropped.
+struct Done<'a>(&'a WaitGroup);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.done();
     }
 }
 

@@ -55,6 +55,7 @@ async fn handle(env: Env, req: Request<Incoming>) -> Result<Response<Body>, Infa
             env.release.recv().await;
             Bytes::from_static(b"released")
         }
+        "/panic" => panic!("the handler panics"),
         "/sleep" => {
             goro::time::sleep(60 * SEC).await;
             Bytes::from_static(b"slept")
@@ -535,5 +536,37 @@ fn http2_in_a_bubble() {
             let io = e.source().and_then(|e| e.downcast_ref::<io::Error>()).map(io::Error::kind);
             assert_eq!(io, Some(io::ErrorKind::BrokenPipe), "{e}");
         }
+    });
+}
+
+/// A handler that panics ends its connection (HTTP/1) or its stream (HTTP/2), as Go's
+/// `net/http` recovers it: the server goes on serving, and a shutdown still returns with no G
+/// left.
+#[test]
+fn a_panicking_handler_ends_its_connection_not_the_server() {
+    goro::run(async {
+        let baseline = goro::runtime::num_goroutine();
+        let (env, _release, _begun) = env();
+        let (addr, cancel, served) = start(Server::new(), &env).await;
+        let mut client = h1(TcpStream::connect(addr).await.unwrap()).await;
+        send(&mut client, get("/panic")).await.unwrap_err();
+        let mut client = h1(TcpStream::connect(addr).await.unwrap()).await;
+        assert_eq!(text(send(&mut client, get("/")).await.unwrap()).await, "Hello, World!");
+
+        let io = Io::new(TcpStream::connect(addr).await.unwrap());
+        let (h2, conn) = hyper::client::conn::http2::Builder::new(Executor)
+            .timer(Timer)
+            .handshake::<_, Body>(io)
+            .await
+            .expect("h2 handshake");
+        goro::go(conn);
+        h2.clone().send_request(get("http://test/panic")).await.unwrap_err();
+        let resp = h2.clone().send_request(get("http://test/")).await.unwrap();
+        assert_eq!(text(resp).await, "Hello, World!");
+        drop((client, h2));
+
+        cancel();
+        within("serve_with_context", served).await.unwrap().unwrap();
+        settles_to(baseline).await;
     });
 }
