@@ -24,7 +24,6 @@ use hyper_util::server::conn::auto;
 use pin_project_lite::pin_project;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::panic::AssertUnwindSafe;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
@@ -134,28 +133,6 @@ where
         }
     })
     .await
-}
-
-/// Runs `fut` to its end, catching a panic in it as Go's `net/http` recovers a handler's: the
-/// panic ends this connection (or HTTP/2 stream), which is closed, not the program nor the
-/// server, and is reported as Go reports it, `http: panic serving <peer>: <message>` (after
-/// the panic itself, printed where it happened). `None` if it panicked.
-pub(super) async fn recover<F: Future>(serving: impl std::fmt::Display, fut: F) -> Option<F::Output> {
-    let mut fut = pin!(fut);
-    let caught = poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-        Ok(Poll::Pending) => Poll::Pending,
-        Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-        Err(payload) => Poll::Ready(Err(payload)),
-    })
-    .await;
-    match caught {
-        Ok(v) => Some(v),
-        Err(payload) => {
-            let message = goro_runtime::__private::synctest::panic_message(&*payload);
-            eprintln!("http: panic serving {serving}: {message}");
-            None
-        }
-    }
 }
 
 /// Waits for `fut` unless `done` is closed first (`None`).

@@ -1,7 +1,8 @@
 //! hyper's runtime traits on goro: [`Executor`] spawns a G, [`Timer`] arms goro's timers.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::future::{poll_fn, Future};
+use std::panic::AssertUnwindSafe;
+use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,7 @@ where
     /// by one another, by their connection and by goro's timers. A panic in it (an HTTP/2
     /// handler's) ends that task alone, reported as Go's `net/http` reports a handler's.
     fn execute(&self, fut: F) {
-        drop(crate::go(crate::synctest::durable(super::conn::recover("an HTTP/2 stream", fut))));
+        drop(crate::go(crate::synctest::durable(recover("an HTTP/2 stream", fut))));
     }
 }
 
@@ -84,3 +85,25 @@ impl Future for Sleep {
 }
 
 impl hyper::rt::Sleep for Sleep {}
+
+/// Runs `fut` to its end, catching a panic in it as Go's `net/http` recovers a handler's: the
+/// panic ends this connection (or HTTP/2 stream), which is closed, not the program nor the
+/// server, and is reported as Go reports it, `http: panic serving <peer>: <message>` (after
+/// the panic itself, printed where it happened). `None` if it panicked.
+pub(super) async fn recover<F: Future>(serving: impl std::fmt::Display, fut: F) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    let caught = poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+        Err(payload) => Poll::Ready(Err(payload)),
+    })
+    .await;
+    match caught {
+        Ok(v) => Some(v),
+        Err(payload) => {
+            let message = goro_runtime::__private::synctest::panic_message(&*payload);
+            eprintln!("http: panic serving {serving}: {message}");
+            None
+        }
+    }
+}

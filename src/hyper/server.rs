@@ -212,7 +212,8 @@ impl Server {
                 // Done even if the connection's G unwinds: a shutdown waits for no G that ended.
                 let _done = Done(&conns);
                 // The connection's error is its client's business (Go logs it to ErrorLog).
-                let _ = conn::recover(peer, conn::serve(&shared.0, shared.1, stream, service, done.as_ref())).await;
+                let _ =
+                    super::rt::recover(peer, conn::serve(&shared.0, shared.1, stream, service, done.as_ref())).await;
             }));
         };
         // Go's Shutdown closes the listeners first, then waits for the connections. A failed
