@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::HANG;
+use common::{within, HANG};
 use futures_io::AsyncRead;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
 use std::future::poll_fn;
@@ -19,10 +19,6 @@ async fn pair() -> (TcpStream, TcpStream) {
     let c = TcpStream::connect(ln.local_addr().unwrap()).await.unwrap();
     let (s, _) = ln.accept().await.unwrap();
     (c, s)
-}
-
-async fn within<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    goro::time::timeout(HANG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
 }
 
 /// A read waiting on a silent peer fails with `TimedOut` once the deadline passes (the timer

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{poll_noop, HANG};
+use common::{poll_noop, within, HANG};
 use futures_io::{AsyncRead, AsyncWrite};
 use goro::net::{pipe, Pipe};
 use goro::synctest;
@@ -32,11 +32,6 @@ fn long_ago() -> Instant {
 fn arc_pipe() -> (Arc<Pipe>, Arc<Pipe>) {
     let (a, b) = pipe();
     (Arc::new(a), Arc::new(b))
-}
-
-/// Fails the test if `f` has not completed after [`HANG`].
-async fn within<F: Future>(what: &str, f: F) -> F::Output {
-    goro::time::timeout(HANG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
 }
 
 /// Deterministic bytes (xorshift), Go's `rand.New(rand.NewSource(0))` for the tests.

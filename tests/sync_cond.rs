@@ -4,20 +4,12 @@
 
 mod common;
 
-use common::{poll_noop, HANG};
+use common::{poll_noop, within};
 use goro::sync::{Cond, Mutex};
-use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::task::Poll;
-
-async fn within<F: Future>(what: &str, f: F) -> F::Output {
-    match goro::time::timeout(HANG, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what}: still waiting after {HANG:?}"),
-    }
-}
 
 /// Go's TestCondSignal: n waiters; each signal wakes exactly one of them.
 #[test]

@@ -29,6 +29,12 @@ mod watchdog;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use watchdog::{watchdog_for as watchdog, Watchdog};
 
+/// Awaits `f`, failing the test if it has not completed after [`HANG`] (of the bubble's clock
+/// inside a `goro::synctest` bubble): a failure detector, not a synchronization.
+pub async fn within<F: Future>(what: &str, f: F) -> F::Output {
+    goro::time::timeout(HANG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
+}
+
 /// A goro runtime with `procs` Ps.
 pub fn rt(procs: usize) -> goro::runtime::Runtime {
     goro::runtime::Builder::new().max_procs(procs).build().expect("build runtime")

@@ -10,7 +10,7 @@
 #[path = "../../common/mod.rs"]
 mod common;
 
-use common::HANG;
+use common::{within, HANG};
 use goro::chan::{Receiver, Sender};
 use goro::context::{self, Context};
 use goro::hyper::{Executor, Io, Server, Timer};
@@ -118,11 +118,6 @@ fn get(path: &str) -> Request<Body> {
 async fn text(resp: Response<Incoming>) -> String {
     let bytes = resp.into_body().collect().await.expect("body").to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
-}
-
-/// Fails the test if `f` has not completed after [`HANG`].
-async fn within<F: Future>(what: &str, f: F) -> F::Output {
-    goro::time::timeout(HANG, f).await.unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
 }
 
 /// Waits until the runtime has no more Gs than `baseline` (each connection's G has ended).
