@@ -151,9 +151,13 @@ pub use goro_runtime::__private::synctest::{wait, Wait};
 /// ```
 pub async fn durable<F: Future>(fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
+    // Whether the awaiting G runs in a bubble, asked at its first wait only (a G never leaves
+    // the bubble it was started in): outside bubbles, where goro::hyper's Gs wrap every
+    // connection in this, a wait costs a branch and no look at the runtime.
+    let mut in_bubble = None;
     std::future::poll_fn(|cx| {
         let r = fut.as_mut().poll(cx);
-        if r.is_pending() {
+        if r.is_pending() && *in_bubble.get_or_insert_with(|| goro_runtime::__private::synctest::tag() != 0) {
             goro_runtime::__private::synctest::mark_durable();
         }
         r
