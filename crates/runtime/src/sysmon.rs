@@ -1,7 +1,8 @@
 //! sysmon: the runtime's monitor thread, which runs with no P (Go's `sysmon`).
 //!
 //! It wakes every 20 µs while it has something to do, backing off to 10 ms when nothing
-//! happens, and sleeps until woken while every P is idle. Each round it:
+//! happens, and sleeps until woken while every P is idle (then resumes at 10 ms). Each round
+//! it:
 //! - **retakes Ps from syscalls** (Go's `retake`): a P that has stayed in the same
 //!   `goro::syscall` across a round, while it has queued work (or nobody else is looking for
 //!   work, or for 10 ms), is taken (CAS `P_SYSCALL` → `P_IDLE`) and handed to another M; so
@@ -150,12 +151,20 @@ fn run(sh: &Shared, schedtrace: Option<Duration>) {
                 }
             }
             sh.sysmon.waiting.store(false, SeqCst);
-            sh.tick_coarse_ms();
-            delay = MIN_DELAY;
-            quiet = 0;
-            continue;
+            // A round at once, before any other sleep: the deadlock check's grace period ends
+            // with this wake-up, and a P that went to work may be idle again already (a program
+            // that deadlocks), when the test above would put sysmon back to sleep with nothing
+            // looked at. After it the rounds go on at the longest sleep: Go wakes a parked
+            // sysmon only from a syscall, and then at its shortest; goro wakes it for every P
+            // that goes to work (a poll may block its thread, which only sysmon sees), and that
+            // alone is no reason to hurry: a G's time slice and a blocked poll are measured in
+            // 10 ms anyway. Restarting at 20 µs would cost a server whose Ps all idle now and
+            // then about 60 wake-ups of this thread per idle spell (50 quick rounds, then the
+            // doubling): some hundreds a second under HTTP load, where the longest sleep costs
+            // 100. Only a hand-off (`retake` acting) brings the quick rounds back.
+        } else {
+            sh.sysmon.parker.park_timeout(sleep);
         }
-        sh.sysmon.parker.park_timeout(sleep);
         if sh.sysmon.stop.load(Acquire) {
             break;
         }
