@@ -58,7 +58,7 @@ impl<T> LazySudog<T> {
     /// Writes a fresh sudog and marks it parked (the caller queues it next, under the lock).
     fn park(&mut self) -> &Sudog<T> {
         debug_assert!(!self.parked);
-        self.sudog.write(Sudog::new());
+        self.sudog.write(Sudog::waiting());
         self.parked = true;
         // SAFETY: written just above.
         unsafe { self.sudog.assume_init_ref() }
@@ -187,6 +187,7 @@ impl<T> RecvOp<T> {
             // A value handed to us reaches its user now: it is no longer in flight.
             chan.claim();
         }
+        goro_runtime::profile::block_event(sg.t0);
         // SAFETY: settled: no peer reaches it any more.
         unsafe { self.sg.unpark() };
         Poll::Ready(v)
@@ -348,6 +349,7 @@ impl<T> SendOp<T> {
             CLOSED => Err(SendError(unsafe { sg.take_elem() }.expect("a refused send keeps its value"))),
             s => unreachable!("goro: sudog state {s}"),
         };
+        goro_runtime::profile::block_event(sg.t0);
         // SAFETY: settled: no peer reaches it any more.
         unsafe { self.sg.unpark() };
         Poll::Ready(out)

@@ -53,6 +53,9 @@ pub(crate) struct Sudog<T> {
     pub(crate) elem: UnsafeCell<Option<T>>,
     pub(crate) waiter: UnsafeCell<Waiter>,
     pub(crate) state: AtomicU8,
+    /// When its owner started to wait, for the block profile (`goro_runtime::profile`), or 0.
+    /// The owner's alone: written before the sudog is queued, read after it is settled.
+    pub(crate) t0: u64,
     _pin: PhantomPinned,
 }
 
@@ -73,8 +76,16 @@ impl<T> Sudog<T> {
             elem: UnsafeCell::new(None),
             waiter: UnsafeCell::new(Waiter::None),
             state: AtomicU8::new(WAITING),
+            t0: 0,
             _pin: PhantomPinned,
         }
+    }
+
+    /// A sudog whose owner starts to wait now ([`t0`](Self::t0) from the block profile's
+    /// clock, if the profile is on).
+    #[inline]
+    pub(crate) fn waiting() -> Sudog<T> {
+        Sudog { t0: goro_runtime::profile::wait_start(), ..Sudog::new() }
     }
 
     /// Takes the element.

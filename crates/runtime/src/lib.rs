@@ -68,7 +68,9 @@
 //! - `m`: everything an M does with its P (`acquirep`, `schedule`, `findrunnable`, `stopm`,
 //!   `execute`, `newproc` and `runqput` on an M, `entersyscall`/`exitsyscall`, the poll marks
 //!   sysmon reads, giving up a detached P) and how an M becomes the current one (`enter`).
-//!   `metrics`. `traceback`: a G's row of the dump (`goroutines`, `dump`).
+//!   `metrics`. `traceback`: a G's row of the dump (`goroutines`, `dump`). `profile`: the block
+//!   and mutex profiles (Go's `blockevent` and `mutexevent`: the rates, the sampled stacks'
+//!   buckets, their symbols).
 //! - `checkdead`: the deadlock detection (quiescence, then the census of the process's
 //!   threads). `panics`: the panic hook that keeps a G's panic for its `JoinHandle` or prints
 //!   it as Go does.
@@ -110,6 +112,7 @@ mod netpoll;
 mod p;
 mod panics;
 mod park;
+pub mod profile;
 mod runq;
 mod runtime;
 mod sched;

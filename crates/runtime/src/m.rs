@@ -60,6 +60,15 @@ enum Watch {
     Nothing,
 }
 
+/// Where the code an M polls comes from (see [`MCtx::polled_origin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    /// A G, spawned here.
+    Go(&'static Location<'static>),
+    /// The main future of a `block_on` called here.
+    Main(&'static Location<'static>),
+}
+
 /// Whether a G runs in the time slice of the G before it (Go's `inheritTime`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Slice {
@@ -275,6 +284,18 @@ impl MCtx {
             Some(goid) => goid,
             None if self.polling_main() => raw::MAIN_FUTURE,
             None => raw::NO_PARENT,
+        }
+    }
+
+    /// What this M polls, as the root of a profile's stack: the G's spawn site, or the main
+    /// future's `block_on` call; `None` between polls.
+    pub(crate) fn polled_origin(&self) -> Option<Origin> {
+        if let Some(at) = self.with_curg(|h| h.location) {
+            return Some(Origin::Go(at));
+        }
+        match &self.main {
+            Some(main) if main.polling.load(Relaxed) => Some(Origin::Main(main.location)),
+            _ => None,
         }
     }
 

@@ -314,6 +314,7 @@ impl<'a, T: ?Sized> Future for CondWait<'_, 'a, T> {
                             return Poll::Pending;
                         }
                     }
+                    this.node.waited();
                     let signaled = this.node.state() == SIGNALED;
                     let mutex: &'a Mutex<T> = mutex;
                     this.state = Stage::Relock(mutex.lock(), signaled);

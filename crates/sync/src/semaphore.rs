@@ -526,11 +526,13 @@ impl AcquireOp {
             // granted and unlinked the node and will not touch it again.
             if self.node.state() != WAITING {
                 self.queued = false;
+                self.node.waited();
                 return Poll::Ready(());
             }
             let mut list = sem.waiters.lock();
             if self.node.state() != WAITING {
                 self.queued = false;
+                self.node.waited();
                 return Poll::Ready(());
             }
             list.set_waker(&self.node, cx.waker());

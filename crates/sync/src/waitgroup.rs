@@ -361,11 +361,13 @@ impl Future for Wait<'_> {
             // unlinked the node and will not touch it again.
             if this.node.state() != WAITING {
                 this.queued = false;
+                this.node.waited();
                 return Poll::Ready(());
             }
             let mut list = this.wg.list.lock();
             if this.node.state() != WAITING {
                 this.queued = false;
+                this.node.waited();
                 return Poll::Ready(());
             }
             list.set_waker(&this.node, cx.waker());

@@ -39,6 +39,10 @@ pub(crate) struct Node {
     queued: UnsafeCell<bool>,
     waker: UnsafeCell<Option<Waker>>,
     data: UnsafeCell<u64>,
+    /// When the wait began, for the block and mutex profiles (`goro_runtime::profile`), or 0.
+    /// Guarded like `data`; kept when a waiter is queued again at the front (a mutex's woken
+    /// waiter that lost the race), since its wait goes on.
+    t0: UnsafeCell<u64>,
     state: AtomicU8,
     _pin: PhantomPinned,
 }
@@ -58,9 +62,19 @@ impl Node {
             queued: UnsafeCell::new(false),
             waker: UnsafeCell::new(None),
             data: UnsafeCell::new(0),
+            t0: UnsafeCell::new(0),
             state: AtomicU8::new(WAITING),
             _pin: PhantomPinned,
         }
+    }
+
+    /// Go's `blockevent` for a wait that is over: the owner calls it once it saw its node
+    /// completed (`state` not [`WAITING`]), in the poll that returns `Ready`.
+    #[inline]
+    pub(crate) fn waited(&self) {
+        // SAFETY: the caller saw the node completed: unlinked, and its owner's alone again.
+        let t0 = unsafe { self.t0.with(|t| *t) };
+        goro_runtime::profile::block_event(t0);
     }
 
     /// The outcome a notifier stored, or [`WAITING`]. Readable without the lock (see the module
@@ -137,8 +151,8 @@ impl<X> Locked<'_, X> {
         self.links.len
     }
 
-    /// Queues `node` at the back (`front == false`) or the front, to be woken with `waker`,
-    /// carrying `data`.
+    /// Queues `node` at the back (`front == false`: a new wait, whose start the profiles note) or
+    /// the front (a wait that goes on), to be woken with `waker`, carrying `data`.
     ///
     /// # Safety
     /// `node` is not queued, and it stays at its address until it is unlinked again: by a
@@ -153,6 +167,9 @@ impl<X> Locked<'_, X> {
             node.queued.with_mut(|q| *q = true);
             node.waker.with_mut(|w| *w = Some(waker));
             node.data.with_mut(|d| *d = data);
+            if !front {
+                node.t0.with_mut(|t| *t = goro_runtime::profile::wait_start());
+            }
             node.state.store(WAITING, Relaxed);
             if front {
                 node.prev.with_mut(|p| *p = ptr::null());
@@ -180,6 +197,12 @@ impl<X> Locked<'_, X> {
         // SAFETY: we hold the lock; a queued node is alive (its owner unlinks it under this lock
         // before it goes away).
         unsafe { self.links.head.as_ref().map(|h| h.data.with(|d| *d)) }
+    }
+
+    /// When the front node's wait began (see [`Node::waited`]); 0 if unknown or empty.
+    pub(crate) fn front_wait_start(&self) -> u64 {
+        // SAFETY: as in `front_data`.
+        unsafe { self.links.head.as_ref().map_or(0, |h| h.t0.with(|t| *t)) }
     }
 
     /// Unlinks the front node, completes it with `state` (not [`WAITING`]) and returns its

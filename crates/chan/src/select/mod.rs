@@ -110,12 +110,14 @@ fn bubble_of(cases: &[&dyn Case]) -> u64 {
 pub(crate) struct Core {
     shared: SelectShared,
     armed: Cell<bool>,
+    /// When the select started to wait, for the block profile (0: not measured).
+    t0: Cell<u64>,
 }
 
 impl Core {
     #[inline]
     pub(crate) fn new() -> Core {
-        Core { shared: SelectShared::new(), armed: Cell::new(false) }
+        Core { shared: SelectShared::new(), armed: Cell::new(false), t0: Cell::new(0) }
     }
 
     /// One poll of the select. `self` must be pinned (sudogs point at `self.shared`).
@@ -137,7 +139,9 @@ impl Core {
                     return Poll::Pending;
                 }
             }
-            return Poll::Ready(Some(self.finish(cases, false)));
+            let won = self.finish(cases, false);
+            goro_runtime::profile::block_event(self.t0.get());
+            return Poll::Ready(Some(won));
         }
         // A yield point, before any case is touched.
         std::task::ready!(goro_runtime::coop::poll_proceed(cx));
@@ -176,6 +180,7 @@ impl Core {
                 unsafe { cases[i as usize].arm(&self.shared, i as usize) };
             }
             self.armed.set(true);
+            self.t0.set(goro_runtime::profile::wait_start());
             unlock_all(cases, lockorder);
             Poll::Pending
         });

@@ -260,12 +260,16 @@ impl RawMutex {
             match self.state.compare_exchange_weak(old, new, AcqRel, Relaxed) {
                 Ok(_) if wake => {
                     // Invariant 1: `waiters` was non-zero under the lock, so the list is not empty.
+                    let t0 = list.front_wait_start();
                     let waker = list.pop_front(WOKEN_UP);
                     debug_assert!(waker.is_some(), "sync: mutex waiter count and queue disagree");
                     drop(list);
                     if let Some(w) = waker {
                         w.wake();
                     }
+                    // Go's `semrelease`: the unlocker's stack is charged with the time the waiter
+                    // it wakes has waited.
+                    goro_runtime::profile::mutex_event(t0);
                     return;
                 }
                 Ok(_) => return,
@@ -305,12 +309,14 @@ impl RawMutex {
         }
         #[cfg(loom)]
         stats::bump(&stats::HAND_OFFS);
+        let t0 = list.front_wait_start();
         let waker = list.pop_front(HANDED_OFF);
         debug_assert!(waker.is_some(), "sync: mutex waiter count and queue disagree");
         drop(list);
         if let Some(w) = waker {
             w.wake();
         }
+        goro_runtime::profile::mutex_event(t0);
     }
 
     /// Under the list lock, after a queued node was removed from the list: counts it out of
@@ -411,7 +417,12 @@ impl LockOp {
     pub(crate) unsafe fn poll(&mut self, m: &RawMutex, cx: &mut Context<'_>) -> Poll<()> {
         debug_assert!(self.queued, "sync: a mutex lock polled again while not queued");
         // SAFETY: forwarded from our caller.
-        unsafe { self.poll_queued(m, cx) }
+        let polled = unsafe { self.poll_queued(m, cx) };
+        if polled.is_ready() {
+            // The node is ours again (completed, and not queued again since).
+            self.node.waited();
+        }
+        polled
     }
 
     /// [`poll`](Self::poll) of a queued operation: see what the notifier left us.
