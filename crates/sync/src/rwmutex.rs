@@ -30,7 +30,7 @@
 //! There is no poisoning: a panic while a guard is held releases the lock as the guard drops
 //! (Go has no poisoning either); the data is left as the panicking code left it.
 
-use crate::semaphore::{AcquireOp, Semaphore};
+use crate::semaphore::{AcquireOp, Contention, Semaphore};
 use goro_runtime::WaitReason;
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -256,7 +256,7 @@ impl<T: ?Sized> Deref for RwMutexReadGuard<'_, T> {
 
 impl<T: ?Sized> Drop for RwMutexReadGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock.sem.release(1);
+        self.lock.sem.release_as(1, Contention::Mutex);
     }
 }
 
@@ -301,7 +301,7 @@ impl<T: ?Sized> DerefMut for RwMutexWriteGuard<'_, T> {
 
 impl<T: ?Sized> Drop for RwMutexWriteGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock.sem.release(MAX_READERS);
+        self.lock.sem.release_as(MAX_READERS, Contention::Mutex);
     }
 }
 

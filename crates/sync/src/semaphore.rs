@@ -393,10 +393,18 @@ impl Semaphore {
     /// ```
     #[track_caller]
     pub fn release(&self, k: usize) {
+        self.release_as(k, Contention::NotMutex);
+    }
+
+    /// [`release`](Self::release), for a release that `contention` says is (or is not) a
+    /// mutex's unlock.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn release_as(&self, k: usize, contention: Contention) {
         let mut state = self.state.load(Relaxed);
         loop {
             if state & QUEUED != 0 {
-                return self.release_slow(k);
+                return self.release_slow(k, contention);
             }
             let new = self.add_permits(state, k);
             match self.state.compare_exchange_weak(state, new, Release, Relaxed) {
@@ -436,7 +444,7 @@ impl Semaphore {
     }
 
     #[track_caller]
-    fn release_slow(&self, k: usize) {
+    fn release_slow(&self, k: usize, contention: Contention) {
         let list = self.waiters.lock();
         // `QUEUED` may have been cleared since we looked (the last waiter left): fast paths may
         // race again, so keep the CAS loop.
@@ -448,13 +456,18 @@ impl Semaphore {
                 Err(actual) => state = actual,
             }
         }
-        self.grant(list);
+        let t0 = self.grant(list);
+        if contention == Contention::Mutex {
+            goro_runtime::profile::mutex_event(t0);
+        }
     }
 
     /// Grants front waiters while they fit, then unlocks and wakes them; in batches of
-    /// [`WakeBatch::CAP`], relocking to go on. Clears `QUEUED` once the list is empty.
-    fn grant<'a>(&'a self, mut list: Locked<'a, ()>) {
+    /// [`WakeBatch::CAP`], relocking to go on. Clears `QUEUED` once the list is empty. Returns
+    /// when the first waiter it granted began to wait (for the mutex profile; 0 if none).
+    fn grant<'a>(&'a self, mut list: Locked<'a, ()>) -> u64 {
         let mut batch = WakeBatch::new();
+        let mut t0 = 0;
         loop {
             let full = loop {
                 let Some(k) = list.front_data() else {
@@ -467,6 +480,9 @@ impl Semaphore {
                     break false;
                 }
                 self.state.fetch_sub(k << 1, AcqRel);
+                if t0 == 0 {
+                    t0 = list.front_wait_start();
+                }
                 batch.push(list.pop_front(GRANTED));
                 if batch.is_full() {
                     break true;
@@ -475,11 +491,21 @@ impl Semaphore {
             drop(list);
             batch.wake_all();
             if !full {
-                return;
+                return t0;
             }
             list = self.waiters.lock();
         }
     }
+}
+
+/// Whether a release that wakes a waiter counts in the mutex profile (Go's `semrelease` charges
+/// the releaser only for the semaphores of `sync.Mutex` and `sync.RWMutex`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Contention {
+    /// The semaphore's own `release` (x/sync's semaphore is no mutex): block profile only.
+    NotMutex,
+    /// An `RwMutex`'s unlock: the unlocker's stack is charged with the woken waiter's wait.
+    Mutex,
 }
 
 // The semaphore's panics (`acquire` too heavy, releasing more than held) change nothing first.

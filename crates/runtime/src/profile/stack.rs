@@ -12,14 +12,34 @@ pub(crate) const MAX_FRAMES: usize = 64;
 /// The return addresses of the calling thread's stack, innermost first, at most
 /// [`MAX_FRAMES`]; the frames of the capture itself are among them and are cut when the stack
 /// is resolved (their names say what they are, their number depends on inlining).
+#[cfg(not(loom))]
 pub(crate) fn capture() -> Vec<usize> {
     let mut ips = Vec::with_capacity(MAX_FRAMES);
-    #[cfg(not(loom))]
-    backtrace::trace(|frame| {
-        ips.push(frame.ip() as usize);
-        ips.len() < MAX_FRAMES
-    });
+    {
+        let mut push = |frame: &backtrace::Frame| {
+            ips.push(frame.ip() as usize);
+            ips.len() < MAX_FRAMES
+        };
+        // backtrace's `trace` takes the crate's global lock, which `resolve` holds while it reads
+        // a binary's debug information (tens of milliseconds the first time): a G that samples
+        // an event while a profile is being read would block its thread that long.
+        #[cfg(unix)]
+        // SAFETY: the lock serializes the symbolization cache (which only `resolve` touches) and
+        // Windows's dbghelp; on unix the walk is `_Unwind_Backtrace`, which is thread-safe
+        // (glibc's backtrace(3) calls it without a lock).
+        unsafe {
+            backtrace::trace_unsynchronized(&mut push)
+        };
+        #[cfg(not(unix))]
+        backtrace::trace(&mut push);
+    }
     ips
+}
+
+/// Under loom no profile is on (`wait_start` says 0), so nothing is captured.
+#[cfg(loom)]
+pub(crate) fn capture() -> Vec<usize> {
+    Vec::new()
 }
 
 /// Where a stack stops being the user's: the frames below the G's own poll (the scheduler's) or
@@ -82,6 +102,8 @@ fn resolve(ip: usize) -> Vec<Line> {
     let mut lines = Vec::new();
     // A return address points after the call: look up the call itself (as std's and Go's
     // tracebacks do), or the line can be the next statement's.
+    #[cfg(loom)]
+    let _ = ip;
     #[cfg(not(loom))]
     backtrace::resolve(ip.saturating_sub(1) as *mut std::ffi::c_void, |sym| {
         let function = match sym.name() {
