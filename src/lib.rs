@@ -20,11 +20,11 @@
 //! Each item has one home, the one a Go user would guess from Go's package: [`runtime`] for
 //! Go's `runtime` ([`runtime::Builder`], [`runtime::max_procs`], [`runtime::metrics`], ...),
 //! [`sync`] (with x/sync's [`sync::errgroup`] and [`sync::semaphore`]), [`time`], [`context`],
-//! [`net`], `signal` (unix), [`synctest`]. The root keeps what Go spells as language, and what
-//! every program needs first: [`go`](fn@go), [`go!`](macro@go), [`chan()`](fn@chan), [`Chan`],
-//! [`select!`], [`select_blocking!`], [`run`], `#[goro::main]`, `#[goro::test]`, [`syscall`],
-//! and `model` (under `--cfg loom`). Paths that moved still compile, deprecated, naming
-//! their new home.
+//! [`net`], `signal` (unix), [`synctest`], [`pprof`] (Go's `runtime/pprof`). The root keeps
+//! what Go spells as language, and what every program needs first: [`go`](fn@go),
+//! [`go!`](macro@go), [`chan()`](fn@chan), [`Chan`], [`select!`], [`select_blocking!`], [`run`],
+//! `#[goro::main]`, `#[goro::test]`, [`syscall`], and `model` (under `--cfg loom`). Paths that
+//! moved still compile, deprecated, naming their new home.
 //!
 //! | Go | goro |
 //! |----|------|
@@ -35,6 +35,7 @@
 //! | `runtime.GOMAXPROCS(0)` | [`runtime::max_procs`] |
 //! | `runtime.NumGoroutine()` | [`runtime::num_goroutine`] |
 //! | `runtime/metrics`, `runtime.Stack` | [`runtime::metrics`], [`runtime::dump`] |
+//! | `runtime/pprof`: `pprof.Lookup(name).WriteTo(w, debug)` | [`pprof::lookup`], [`pprof::Profile::write_to`] |
 //! | `make(chan T, n)` | [`chan()`](fn@chan) (a `Sender` and a `Receiver`), or one [`Chan`] handle |
 //! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
 //! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
@@ -90,6 +91,7 @@ pub mod context;
 #[cfg(feature = "hyper")]
 pub mod hyper;
 pub mod net;
+pub mod pprof;
 pub mod runtime;
 #[cfg(unix)]
 pub mod signal;
