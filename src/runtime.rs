@@ -8,7 +8,9 @@
 //! | `runtime.Gosched()` | [`yield_now`] |
 //! | `runtime/metrics` | [`metrics`], [`Metrics`] |
 //! | `runtime.Stack(buf, true)` | [`dump`]; [`dump_on_sigquit`] for `SIGQUIT` |
-//! | goroutine profile | [`goroutines`], [`Goroutine`], [`GoroutineStatus`], [`WaitReason`] |
+//! | goroutine profile | [`goroutines`], [`Goroutine`], [`GoroutineStatus`], [`WaitReason`] (and [`pprof`](crate::pprof)) |
+//! | `runtime.SetBlockProfileRate(rate)` | [`set_block_profile_rate`] (read with [`pprof`](crate::pprof)`::lookup("block")`) |
+//! | `runtime.SetMutexProfileFraction(rate)` | [`set_mutex_profile_fraction`] (read with [`pprof`](crate::pprof)`::lookup("mutex")`) |
 //! | `GOMAXPROCS`, `GODEBUG=schedtrace=N` | [`Builder`] (and `GORO_MAXPROCS`, `GORO_DEBUG=schedtrace=N`) |
 //! | (the runtime of `func main`) | [`Runtime`]: `block_on`, `spawn`; [`UnhandledPanic`] |
 //! | (the result of `go f()`) | [`JoinHandle`], [`JoinError`] |
@@ -32,6 +34,7 @@
 //! too: Go has no handle to a goroutine, so no package a Go user would search first; the root
 //! keeps only what Go spells as language.
 
+pub use goro_runtime::profile::{set_block_profile_rate, set_mutex_profile_fraction};
 pub use goro_runtime::{
     dump, dump_on_sigquit, goroutines, max_procs, metrics, num_goroutine, set_wait_reason, yield_now, Builder,
     Goroutine, GoroutineStatus, JoinError, JoinHandle, Metrics, Runtime, UnhandledPanic, WaitReason, YieldNow,
