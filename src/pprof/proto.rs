@@ -7,7 +7,7 @@
 //! Only the fields a profile of goro's needs, and the ones every reader knows, are mirrored;
 //! a decoder skips the others.
 
-use super::{Frame, Record};
+use goro_runtime::profile::{Frame, Record};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,7 +1,7 @@
 //! The legacy text form of the profiles (`WriteTo(w, 1)` in Go): what Go's `runtime/pprof`
 //! prints, byte for byte, down to the alignment of its `text/tabwriter`.
 
-use super::{Frame, Record};
+use goro_runtime::profile::{Frame, Record};
 use std::fmt::Write as _;
 
 /// Go's block and mutex profiles at debug 1 (its `writeBlock`, `writeMutex`): a header, then
