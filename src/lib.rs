@@ -20,7 +20,8 @@
 //! Each item has one home, the one a Go user would guess from Go's package: [`runtime`] for
 //! Go's `runtime` ([`runtime::Builder`], [`runtime::max_procs`], [`runtime::metrics`], ...),
 //! [`sync`] (with x/sync's [`sync::errgroup`] and [`sync::semaphore`]), [`time`], [`context`],
-//! [`net`], `signal` (unix), [`synctest`], [`pprof`] (Go's `runtime/pprof`). The root keeps
+//! [`net`], `signal` (unix), [`synctest`], [`pprof`] (Go's `runtime/pprof`), [`trace`] (Go's
+//! `runtime/trace`). The root keeps
 //! what Go spells as language, and what every program needs first: [`go`](fn@go),
 //! [`go!`](macro@go), [`chan()`](fn@chan), [`Chan`], [`select!`], [`select_blocking!`], [`run`],
 //! `#[goro::main]`, `#[goro::test]`, [`syscall`], and `model` (under `--cfg loom`). Paths that
@@ -36,6 +37,7 @@
 //! | `runtime.NumGoroutine()` | [`runtime::num_goroutine`] |
 //! | `runtime/metrics`, `runtime.Stack` | [`runtime::metrics`], [`runtime::dump`] |
 //! | `runtime/pprof`: `pprof.Lookup(name).WriteTo(w, debug)` | [`pprof::lookup`], [`pprof::Profile::write_to`] |
+//! | `runtime/trace`: `trace.Start(w)`, `trace.NewFlightRecorder` | [`trace::start`], [`trace::FlightRecorder`] |
 //! | `make(chan T, n)` | [`chan()`](fn@chan) (a `Sender` and a `Receiver`), or one [`Chan`] handle |
 //! | `ch <- v`, `<-ch`, `close(ch)` | [`chan::Sender::send`], [`chan::Receiver::recv`], [`chan::Sender::close`] |
 //! | `select { .. }` | [`select!`], [`select_blocking!`], [`chan::Select`] |
@@ -97,6 +99,7 @@ pub mod runtime;
 pub mod signal;
 pub mod synctest;
 pub mod time;
+pub use goro_runtime::trace;
 
 // The root paths of Go's `runtime` package, deprecated: each names its home in `runtime`.
 

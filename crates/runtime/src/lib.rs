@@ -40,6 +40,9 @@
 //! - `park`: thread parking. `threads`: the calling thread's kernel id, whether a thread sleeps
 //!   in the kernel, which threads are goro's own, and the threads a runtime started (`newm`'s
 //!   side). `fatal`: how a run ends early.
+//! - `trace`: the execution trace and the flight recorder (Go's `runtime/trace`): per-thread
+//!   event buffers and their generations, the JSON writer; the layers below the scheduler call
+//!   its event functions, which know no scheduler type.
 //! - `runq`: a P's lock-free ring and `runnext`, split into the owner's `Local` half and the
 //!   thieves' `Steal` half (owns the ring's invariants); `globrunq`: the global queue.
 //! - `timer`: the per-P timer heaps (Go's `runtime/time.go`): a heap owns its earliest
@@ -124,6 +127,7 @@ mod sysmon;
 mod threads;
 mod time;
 mod timer;
+pub mod trace;
 mod traceback;
 mod yield_now;
 

@@ -232,12 +232,14 @@ impl MCtx {
         pp.tid.store(crate::threads::current_tid(), Relaxed);
         self.p.set(Some(p));
         crate::current::publish_p(&self.shared, |sh| &sh.allp[p].flags);
+        crate::trace::set_proc(Some(p));
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
     /// (`pidleput`, `handoffp`, a syscall status, a waiting M).
     pub(crate) fn releasep(&self) -> Option<usize> {
         crate::current::clear_p();
+        crate::trace::set_proc(None);
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
         self.shared.allp[p].put_core(core);
@@ -500,7 +502,7 @@ impl MCtx {
 
             // Go's `checkTimers`: run this P's expired timers (they may make Gs runnable here).
             // No lock and no clock read unless the heap has a timer.
-            timer::check_timers(sh, pid, || sh.nanotime());
+            crate::trace::timers(timer::check_timers(sh, pid, || sh.nanotime()));
 
             // Work waiting outside our queue gets a turn every 61st tick, so a busy P cannot
             // starve it (Go's rule), and also once it has waited a time slice (sysmon's
@@ -781,6 +783,7 @@ impl MCtx {
             if let Some((g, n)) = self.with_core(|c| v.runq.steal_into(&mut c.runq, last, pause)).flatten() {
                 p::bump(&p.stats.steals, 1);
                 p::bump(&p.stats.stolen_gs, n as u64);
+                crate::trace::steal(victim, n);
                 return Some(g);
             }
         }
@@ -1115,9 +1118,15 @@ impl MCtx {
         p::bump(&pp.stats.syscalltick, 1);
         // What the dump shows of the G meanwhile (`exitsyscall` clears it).
         self.with_wait_reason(|r| r.store(WaitReason::Syscall as u8, Relaxed));
+        let mut traced = false;
         loop {
             // The core goes back to the P before the status says the P may be retaken.
             self.releasep();
+            // On the thread's track of the trace: the P goes on without it.
+            if !traced {
+                crate::trace::syscall(true);
+                traced = true;
+            }
             // After `releasep`: once sysmon can see `P_SYSCALL`, this M no longer touches the
             // P. A CAS, not a store: this very poll may have blocked the thread before the
             // call, and sysmon then detached the P (`sysmon::detach`: `P_RUNNING` →
@@ -1145,6 +1154,7 @@ impl MCtx {
     /// Go's `exitsyscall`: takes back the P it let go of if sysmon left it, else another idle
     /// P, else waits for one (or for shutdown, when it goes on without a P).
     pub(crate) fn exitsyscall(&self, entered: SyscallP) {
+        crate::trace::syscall(false);
         self.with_wait_reason(|r| r.store(0, Relaxed));
         if let SyscallP::Own(pid) = entered {
             if self.shared.allp[pid].status.compare_exchange(P_SYSCALL, P_RUNNING, AcqRel, Relaxed).is_ok() {

@@ -372,8 +372,20 @@ impl Runtime {
                     shared.mains.count_poll();
                     main.wait_reason.store(0, Relaxed);
                     main.polling.store(true, Relaxed);
+                    crate::trace::go_start(g::raw::MAIN_FUTURE, main.location, 0);
                     let polled = future.as_mut().poll(&mut cx);
                     main.polling.store(false, Relaxed);
+                    if crate::trace::is_enabled() {
+                        let (stop, why) = match &polled {
+                            Poll::Ready(_) => (crate::trace::Stop::Exit, ""),
+                            Poll::Pending if main.is_notified() => (crate::trace::Stop::Requeue, ""),
+                            Poll::Pending => (
+                                crate::trace::Stop::Block,
+                                crate::WaitReason::from_u8(main.wait_reason.load(Relaxed)).as_str(),
+                            ),
+                        };
+                        crate::trace::go_stop(g::raw::MAIN_FUTURE, stop, why);
+                    }
                     main.parked_at.store(shared.coarse_ms(), Relaxed);
                     ctx.poll_end();
                     crate::coop::run_poll_end();

@@ -515,6 +515,7 @@ impl Shared {
     /// `handoffp`: P `p` loses its M (the M leaves `block_on`, or will block). If it has work,
     /// start an M for it; if nobody is looking for work, start a spinning one; else idle it.
     pub(crate) fn handoffp(&self, p: usize) {
+        crate::trace::handoff(p);
         if !self.allp[p].runq.is_empty() || !self.global.is_empty() {
             self.stats.handoffs.fetch_add(1, Relaxed);
             self.startm(Some(p), Spinning::No);

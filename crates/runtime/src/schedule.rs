@@ -40,6 +40,11 @@ impl Schedule for Shared {
     /// waiting for the whole computation.
     #[inline]
     fn ready(&self, g: GPtr) {
+        if crate::trace::is_enabled() {
+            // SAFETY: the caller hands us the queue's reference: the G is alive.
+            let h = unsafe { g.as_ref() };
+            crate::trace::go_unblock(h.goid, h.trace_unblocked());
+        }
         crate::m::current(|ctx| match ctx.filter(|c| std::ptr::eq(&*c.shared, self)) {
             Some(ctx) => ctx.runqput(g, Put::Next),
             None => self.globrunqput(g),

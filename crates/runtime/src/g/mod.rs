@@ -18,6 +18,7 @@ pub(crate) use raw::{Schedule, Unlink};
 pub use raw::{WaitReason, HEADER_SIZE};
 
 use crate::loom::Ordering::Relaxed;
+use crate::trace::Stop;
 use raw::Header;
 use state::{ToIdle, ToRunning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -78,11 +79,16 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     }
     // Whatever the G waited on before is over; a primitive that parks it again says why.
     h.wait_reason.store(0, Relaxed);
+    let goid = h.goid;
+    if crate::trace::is_enabled() {
+        crate::trace::go_start(goid, h.location, h.trace_take_flow());
+    }
     // SAFETY: the M polling holds a reference for the whole poll.
     let waker = unsafe { waker::borrowed_waker(g) };
     // SAFETY: RUNNING is ours.
     let ready = unsafe { (h.vtable.poll)(g, &waker) };
     if ready {
+        crate::trace::go_stop(goid, Stop::Exit, "");
         // SAFETY: as above.
         unsafe { complete(g, true) };
         return None;
@@ -90,10 +96,19 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     // When it parked, if it parks (written before the transition: once the G is idle, another
     // M may run and free it). A G woken during the poll is re-queued; the time is unused then.
     h.parked_at.store(h.scheduler().coarse_ms(), Relaxed);
+    // The trace's end of the poll, before the transition too (the reason is the G's).
+    let reason = h.wait_reason.load(Relaxed);
     match h.state.transition_to_idle() {
-        ToIdle::Idle => None,
-        ToIdle::Requeue => Some(g),
+        ToIdle::Idle => {
+            crate::trace::go_stop(goid, Stop::Block, raw::WaitReason::from_u8(reason).as_str());
+            None
+        }
+        ToIdle::Requeue => {
+            crate::trace::go_stop(goid, Stop::Requeue, "");
+            Some(g)
+        }
         ToIdle::Cancel => {
+            crate::trace::go_stop(goid, Stop::Exit, "");
             // SAFETY: still RUNNING, ours.
             unsafe { (h.vtable.cancel)(g) };
             // SAFETY: as above.

@@ -9,7 +9,7 @@
 use super::error::JoinError;
 use super::gfree::{self, Block, GlobalFree};
 use super::state::State;
-use crate::loom::{AtomicU32, AtomicU8, Ordering, UnsafeCell};
+use crate::loom::{AtomicU16, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 use std::alloc::Layout;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
@@ -182,6 +182,10 @@ pub(crate) struct Header {
     pub(crate) wait_reason: AtomicU8,
     /// The free-list size class of the block, or `u8::MAX` for a G allocated on its own.
     class: u8,
+    /// The execution trace's flow into this G's next poll (in what was padding): `FLOW_NONE`,
+    /// `FLOW_CREATED` until its first poll, else the count of the wake-up (see
+    /// [`Header::trace_unblocked`]). Only touched while a trace runs.
+    trace_flow: AtomicU16,
     /// When the G last parked, on the runtime's coarse clock (`Shared::coarse_ms`): written
     /// only when a poll ends with the G waiting, read by the dump.
     pub(crate) parked_at: AtomicU32,
@@ -224,7 +228,34 @@ pub(crate) struct Who {
     pub(crate) location: &'static Location<'static>,
 }
 
+/// `Header::trace_flow`: no flow pending.
+const FLOW_NONE: u16 = 0;
+/// `Header::trace_flow`: created, not polled yet (the flow from its `go`).
+const FLOW_CREATED: u16 = u16::MAX;
+
 impl Header {
+    /// A trace's note that this G was made runnable: the flow id its next poll carries (its
+    /// goid and the wake-up's count, never that of its creation).
+    pub(crate) fn trace_unblocked(&self) -> u64 {
+        let n = match self.trace_flow.load(Ordering::Relaxed) {
+            n @ 1..=0xfffd => n + 1,
+            _ => 1,
+        };
+        self.trace_flow.store(n, Ordering::Relaxed);
+        self.goid << 16 | u64::from(n)
+    }
+
+    /// A trace's look at the flow into the poll that begins: the id of the wake-up (or
+    /// creation) that made the G runnable, 0 if none is pending. Written before the G was
+    /// queued (`trace_unblocked`), read by the M that dequeued it: the queue orders the two.
+    pub(crate) fn trace_take_flow(&self) -> u64 {
+        match self.trace_flow.swap(FLOW_NONE, Ordering::Relaxed) {
+            FLOW_NONE => 0,
+            FLOW_CREATED => self.goid << 16,
+            n => self.goid << 16 | u64::from(n),
+        }
+    }
+
     #[inline]
     pub(crate) fn who(&self) -> Who {
         Who { goid: self.goid, location: self.location }
@@ -362,6 +393,7 @@ where
             join_waker: UnsafeCell::new(None),
             wait_reason: AtomicU8::new(0),
             class: class.unwrap_or(u8::MAX),
+            trace_flow: AtomicU16::new(FLOW_CREATED),
             parked_at: AtomicU32::new(0),
             parent,
         },
@@ -370,6 +402,7 @@ where
     // SAFETY: `mem` is valid for writes of `Cell<F>`: a block of a class at least that large and
     // at least as aligned (class_of checked both), or an allocation of exactly its layout.
     unsafe { mem.as_ptr().write(cell) };
+    crate::trace::go_create(goid, parent, location);
     (mem.cast(), reused)
 }
 

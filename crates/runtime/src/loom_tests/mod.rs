@@ -22,6 +22,9 @@
 //!   two Ms running one heap, tickers; at most one firing per arming, none after stop returns;
 //!   timers moving off a P that sysmon detached, racing an arming and a firing; and that
 //!   detach racing the stuck G's `goro::syscall` (never two Ps in use for one).
+//! - [`trace`]: the trace buffers' generations: a writer against the reader that ends its
+//!   generation; every event lands in exactly one buffer that the reader takes, none is lost or
+//!   written after its buffer was taken.
 //!
 //! Every model goes through [`model`], which uses `LOOM_MAX_PREEMPTIONS` when it is set and a
 //! bound of [`DEFAULT_PREEMPTIONS`] otherwise (an unbounded search of these models takes hours),
@@ -35,6 +38,7 @@ mod park;
 mod runq;
 mod sched;
 mod timer;
+mod trace;
 
 /// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
 const DEFAULT_PREEMPTIONS: usize = 2;
