@@ -277,6 +277,32 @@ fn no_report_for_io_wait() {
     assert!(status.success(), "{}\n{}", out.stdout, out.stderr);
 }
 
+/// A deadlock while a flight recorder runs (Go 1.25's `trace.FlightRecorder`).
+#[test]
+fn case_flight_recorder() {
+    if is_child("case_flight_recorder") {
+        let mut fr = goro::trace::FlightRecorder::new(goro::trace::FlightRecorderConfig::default());
+        fr.start().unwrap();
+        main_and_a_g_wait_on_each_other(2);
+    }
+}
+
+/// The report names a file with the recorder's window, and the window shows the two waits.
+#[test]
+fn a_running_flight_recorder_writes_its_window_with_the_deadlock_report() {
+    let report = expect_report("case_flight_recorder");
+    const SAYS: &str = "the flight recorder's trace of the last seconds: ";
+    let at = report.find(SAYS).unwrap_or_else(|| panic!("no trace named in the report:\n{report}"));
+    let path = report[at + SAYS.len()..].lines().next().unwrap().trim().to_owned();
+    let json = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap_or_else(|e| panic!("{path}: not JSON: {e}"));
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let blocked: Vec<&str> =
+        events.iter().filter(|e| e["cat"] == "block").filter_map(|e| e["args"]["reason"].as_str()).collect();
+    assert!(blocked.iter().filter(|r| **r == "chan receive").count() >= 2, "the two receives: {blocked:?}");
+}
+
 /// A deadlock across two runtimes: a G of each waits on the other.
 #[test]
 fn case_cross_runtime_deadlock() {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -142,4 +143,108 @@ fn the_trace_of_a_pipeline_shows_each_gs_blocks_and_the_flows_between_them() {
     for g in [producer, squarer, consumer] {
         assert!(events.iter().any(|e| e["ph"] == "B" && e["name"].as_str().unwrap().starts_with(&name(g))), "G{g}");
     }
+}
+
+#[test]
+fn one_trace_at_a_time_as_in_go() {
+    let _s = serial();
+    goro::trace::start(Shared::default()).unwrap();
+    assert!(goro::trace::is_enabled());
+    let again = goro::trace::start(Shared::default()).unwrap_err();
+    assert_eq!(again.to_string(), "tracing is already enabled");
+    let mut fr = goro::trace::FlightRecorder::new(Default::default());
+    assert_eq!(fr.start().unwrap_err().to_string(), "tracing is already enabled");
+    goro::trace::stop().unwrap();
+    assert!(!goro::trace::is_enabled());
+    goro::trace::stop().unwrap(); // a stop with nothing running does nothing, as Go's
+
+    fr.start().unwrap();
+    assert!(fr.enabled() && goro::trace::is_enabled());
+    assert_eq!(goro::trace::start(Shared::default()).unwrap_err().to_string(), "tracing is already enabled");
+    fr.stop();
+    assert!(!goro::trace::is_enabled());
+    assert!(fr.write_to(&mut Vec::new()).is_err(), "a stopped recorder has no window");
+}
+
+/// A workload that writes events steadily: two Gs in ping-pong, a ticker, a region and a log
+/// per round.
+async fn busy_for(d: Duration) {
+    let (ping_tx, ping_rx) = goro::chan::<u64>(0);
+    let (pong_tx, pong_rx) = goro::chan::<u64>(0);
+    let echo = goro::go(async move {
+        while let Some(v) = ping_rx.recv().await {
+            pong_tx.send(v).await.unwrap();
+        }
+    });
+    let until = std::time::Instant::now() + d;
+    let mut i = 0u64;
+    while std::time::Instant::now() < until {
+        let _r = goro::trace::region("round");
+        for _ in 0..100 {
+            ping_tx.send(i).await.unwrap();
+            assert_eq!(pong_rx.recv().await, Some(i));
+            i += 1;
+        }
+        goro::trace::log("rounds", &i.to_string());
+        goro::time::sleep(Duration::from_micros(100)).await;
+    }
+    drop(ping_tx);
+    echo.await.unwrap();
+}
+
+/// The flight recorder keeps its window within its byte budget while a workload runs for
+/// `secs`, and its window, written at the end, is valid and recent.
+fn flight_recorder_within_budget(secs: u64) {
+    let _s = serial();
+    let budget = 256 << 10;
+    let cfg = goro::trace::FlightRecorderConfig { min_age: Duration::from_millis(500), max_bytes: budget };
+    let mut fr = goro::trace::FlightRecorder::new(cfg);
+    fr.start().unwrap();
+    let max_seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    rt().block_on(async {
+        let work = goro::go(busy_for(Duration::from_secs(secs)));
+        while !work.is_finished() {
+            // One full buffer may sit beyond the budget until the next one evicts it.
+            max_seen.fetch_max(fr.window_bytes(), std::sync::atomic::Ordering::Relaxed);
+            goro::time::sleep(Duration::from_millis(50)).await;
+        }
+        work.await.unwrap();
+    });
+    let mut out = Vec::new();
+    let n = fr.write_to(&mut out).unwrap();
+    fr.stop();
+    assert_eq!(n as usize, out.len());
+    let max_seen = max_seen.load(std::sync::atomic::Ordering::Relaxed);
+    println!("{secs} s: window at most {max_seen} bytes of events (budget {budget}), {} bytes of JSON", out.len());
+    assert!(max_seen > 0, "the window stayed empty");
+    assert!(max_seen <= budget + 64 * 1024, "window {max_seen} bytes, budget {budget}");
+    let events = parse_and_validate_window(&out);
+    // Recent: the window's newest events are from the workload's last second.
+    let newest = events.iter().filter_map(|e| e["ts"].as_f64()).fold(0.0, f64::max);
+    let oldest = events.iter().filter_map(|e| e["ts"].as_f64()).fold(f64::MAX, f64::min);
+    assert!(newest - oldest < (secs as f64) * 1e6, "the window spans the whole run: it kept nothing out");
+    assert!(events.iter().any(|e| e["cat"] == "log" && e["name"] == "rounds"), "no log in the window");
+}
+
+/// A flight recorder's window is cut anywhere: slices may lack their start or end there, but
+/// the JSON is valid and every event has its fields.
+fn parse_and_validate_window(bytes: &[u8]) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(bytes).expect("JSON");
+    let events = v["traceEvents"].as_array().expect("traceEvents").clone();
+    for e in &events {
+        assert!(e["ph"].is_string() && e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+    }
+    events
+}
+
+#[test]
+fn the_flight_recorders_window_stays_within_its_budget() {
+    flight_recorder_within_budget(3);
+}
+
+/// The 60 s run: `cargo test --release --test trace -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn soak_the_flight_recorders_window_stays_within_its_budget_for_a_minute() {
+    flight_recorder_within_budget(60);
 }

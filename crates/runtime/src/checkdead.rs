@@ -154,8 +154,16 @@ impl Watch {
 
 /// Ends `sh`'s run with the report (see `fatal`); with no main there to receive it, it is
 /// printed on stderr.
+///
+/// While a flight recorder runs, its window (the last seconds of the execution trace) is
+/// written to a file first, named in the report's second paragraph.
 fn report(sh: &Shared) {
-    let text = format!("{DEADLOCK}\n\n{}", crate::traceback::dump_of(sh));
+    let recorded = match crate::trace::dump_for_report("deadlock") {
+        Some(Ok(path)) => format!("the flight recorder's trace of the last seconds: {}\n\n", path.display()),
+        Some(Err(e)) => format!("the flight recorder's trace could not be written: {e}\n\n"),
+        None => String::new(),
+    };
+    let text = format!("{DEADLOCK}\n\n{recorded}{}", crate::traceback::dump_of(sh));
     let nobody = sh.mains.with(|ms| ms.is_empty()) && !sh.mains.waiting();
     if sh.end_run(crate::fatal::Ending::Deadlock(text.clone())) && nobody {
         crate::config::warn_once(&format!("goro: {text}"));

@@ -41,6 +41,7 @@ mod recorder;
 mod window;
 
 pub use control::{start, stop};
+pub(crate) use recorder::dump_for_report;
 pub use recorder::FlightRecorder;
 pub use window::FlightRecorderConfig;
 

@@ -108,3 +108,20 @@ impl Drop for FlightRecorder {
         self.stop();
     }
 }
+
+/// For a deadlock report: writes the running flight recorder's window to a new file in the
+/// temporary directory and returns its path; `None` if no recorder runs.
+pub(crate) fn dump_for_report(what: &str) -> Option<io::Result<std::path::PathBuf>> {
+    if !CONTROL.lock().flight {
+        return None;
+    }
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, Relaxed);
+    let path = std::env::temp_dir().join(format!("goro-{what}-{}-{n}.trace.json", std::process::id()));
+    Some((|| {
+        let mut f = io::BufWriter::new(std::fs::File::create(&path)?);
+        write_window(&mut f)?;
+        io::Write::flush(&mut f)?;
+        Ok(path)
+    })())
+}
