@@ -4,6 +4,9 @@
 //! The profiles are the process's: every test here turns both on (rate 1: every event) and
 //! looks for the stacks of its own functions only.
 
+mod common;
+
+use common::child::{is_child, run_child_status};
 use goro::pprof::Record;
 use goro::runtime::{set_block_profile_rate, set_mutex_profile_fraction};
 use goro::sync::{Cond, Mutex, RwMutex, WaitGroup};
@@ -201,4 +204,53 @@ fn an_rwmutex_counts_in_both_profiles_as_in_go() {
     });
     assert!(!with_fn(goro::pprof::lookup("mutex").unwrap().records(), "writer_that_unlocks_late").is_empty());
     assert!(!with_fn(goro::pprof::lookup("block").unwrap().records(), "reader_that_waits").is_empty());
+}
+
+/// The first read of a profile in a process symbolizes its stacks, reading the binary's debug
+/// information: tens to hundreds of milliseconds. Read from a G, that is a blocking call, and
+/// the other Gs of its P must not wait for it.
+#[test]
+fn case_a_g_reads_the_block_profile() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+    if is_child("case_a_g_reads_the_block_profile") {
+        on();
+        goro::runtime::Builder::new().max_procs(1).build().unwrap().block_on(async {
+            let (tx, rx) = goro::chan::<u32>(0);
+            let h = goro::go(consumer_blocked_on_recv(rx));
+            goro::time::sleep(Duration::from_millis(5)).await;
+            tx.send(1).await.unwrap();
+            drop(tx);
+            h.await.unwrap();
+            // A G with work to do on the same P while the reader reads.
+            let (done, ticks) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU32::new(0)));
+            let ticker = {
+                let (done, ticks) = (done.clone(), ticks.clone());
+                goro::go(async move {
+                    while !done.load(Relaxed) {
+                        goro::time::sleep(Duration::from_millis(1)).await;
+                        ticks.fetch_add(1, Relaxed);
+                    }
+                })
+            };
+            goro::time::sleep(Duration::from_millis(5)).await;
+            let reader = goro::go(async move {
+                let (t, before) = (std::time::Instant::now(), ticks.load(Relaxed));
+                let n = goro::pprof::lookup("block").unwrap().records().len();
+                let (took, ticked) = (t.elapsed(), ticks.load(Relaxed) - before);
+                done.store(true, Relaxed);
+                println!("the first read of the block profile took {took:?}; the other G ticked {ticked} times");
+                assert!(n > 0);
+                // Generous: a tick every 1 ms asked, at least one per 20 ms granted.
+                assert!(took < Duration::from_millis(20) || ticked >= 1, "the other G waited {took:?} for the read");
+            });
+            reader.await.unwrap();
+            ticker.await.unwrap();
+        });
+    }
+}
+
+#[test]
+fn reading_a_profile_in_a_g_lets_the_other_gs_of_its_p_run() {
+    let (status, out) = run_child_status("case_a_g_reads_the_block_profile", &[]);
+    assert!(status.success(), "{}\n{}", out.stdout, out.stderr);
 }

@@ -48,16 +48,21 @@ impl Table {
             let Some(b) = buckets.as_ref() else { return Vec::new() };
             b.iter().map(|(k, c)| (k.ips.clone(), k.origin, *c)).collect()
         };
-        let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
-        let resolver = resolver.get_or_insert_with(Resolver::default);
-        // Stacks that differ only below the cut (the scheduler's frames: a G polled after a
-        // steal or from `runnext`) are one stack to the user.
-        let mut merged: HashMap<Vec<Frame>, Counts> = HashMap::new();
-        for (ips, origin, c) in snapshot {
-            let m = merged.entry(resolver.stack(&ips, origin)).or_default();
-            m.count += c.count;
-            m.delay += c.delay;
-        }
+        // Symbolizing reads the binary's debug information (hundreds of milliseconds the first
+        // time): a blocking call, so a G that reads a profile lets its P go meanwhile.
+        let merged = crate::syscall(|| {
+            let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+            let resolver = resolver.get_or_insert_with(Resolver::default);
+            // Stacks that differ only below the cut (the scheduler's frames: a G polled after a
+            // steal or from `runnext`) are one stack to the user.
+            let mut merged: HashMap<Vec<Frame>, Counts> = HashMap::new();
+            for (ips, origin, c) in snapshot {
+                let m = merged.entry(resolver.stack(&ips, origin)).or_default();
+                m.count += c.count;
+                m.delay += c.delay;
+            }
+            merged
+        });
         merged
             .into_iter()
             .map(|(stack, c)| Record::new(c.count.round() as i64, c.delay.round() as i64, stack))
