@@ -80,8 +80,15 @@ impl Runtimes {
         })
     }
 
+    /// goro's runtime. With `GORO_BENCH_TRACE` set, an execution trace runs from here on,
+    /// written to `io::sink()`: README's table of what a trace costs each row.
     pub fn goro(&self) -> &goro::runtime::Runtime {
-        self.goro.get_or_init(|| goro::runtime::Builder::new().max_procs(WORKERS).build().expect("goro runtime"))
+        self.goro.get_or_init(|| {
+            if std::env::var_os("GORO_BENCH_TRACE").is_some() {
+                goro::trace::start(std::io::sink()).expect("trace");
+            }
+            goro::runtime::Builder::new().max_procs(WORKERS).build().expect("goro runtime")
+        })
     }
 }
 
