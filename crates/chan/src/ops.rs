@@ -187,7 +187,7 @@ impl<T> RecvOp<T> {
             // A value handed to us reaches its user now: it is no longer in flight.
             chan.claim();
         }
-        goro_runtime::profile::block_event(sg.t0);
+        goro_runtime::__private::profile::block_event(sg.t0);
         // SAFETY: settled: no peer reaches it any more.
         unsafe { self.sg.unpark() };
         Poll::Ready(v)
@@ -349,7 +349,7 @@ impl<T> SendOp<T> {
             CLOSED => Err(SendError(unsafe { sg.take_elem() }.expect("a refused send keeps its value"))),
             s => unreachable!("goro: sudog state {s}"),
         };
-        goro_runtime::profile::block_event(sg.t0);
+        goro_runtime::__private::profile::block_event(sg.t0);
         // SAFETY: settled: no peer reaches it any more.
         unsafe { self.sg.unpark() };
         Poll::Ready(out)

@@ -85,7 +85,7 @@ impl<T> Sudog<T> {
     /// clock, if the profile is on).
     #[inline]
     pub(crate) fn waiting() -> Sudog<T> {
-        Sudog { t0: goro_runtime::profile::wait_start(), ..Sudog::new() }
+        Sudog { t0: goro_runtime::__private::profile::wait_start(), ..Sudog::new() }
     }
 
     /// Takes the element.

@@ -167,6 +167,11 @@ pub mod __private {
         pub use crate::io::{Direction, ReadyEvent, Registration};
     }
 
+    /// The block and mutex profiles' events, which goro's channels and sync types record.
+    pub mod profile {
+        pub use crate::profile::{block_event, mutex_event, wait_start};
+    }
+
     /// The clock, `sleep` and the raw timer behind `goro::time`.
     pub mod time {
         pub use crate::time::{now, sleep, sleep_until, system_now, RawTimer, Sleep};

@@ -458,7 +458,7 @@ impl Semaphore {
         }
         let t0 = self.grant(list);
         if contention == Contention::Mutex {
-            goro_runtime::profile::mutex_event(t0);
+            goro_runtime::__private::profile::mutex_event(t0);
         }
     }
 

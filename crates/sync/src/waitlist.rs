@@ -2,23 +2,24 @@
 //! semaphore, `semaRoot`, plays for `sync`).
 //!
 //! A [`Node`] is the record of one waiting operation: who to wake, one word of the waiter's
-//! data (a semaphore weight, a generation), and the outcome. Like goro-chan's sudogs it lives
+//! data (a semaphore weight, a generation), when it began to wait (for the block and mutex
+//! profiles), and the outcome. Like goro-chan's sudogs it lives
 //! *inside* the pinned future of the waiting operation (or on the stack of a thread blocked in a
 //! `*_blocking` call), and the list links to it in place, so waiting allocates nothing.
 //!
 //! # Protocol
 //!
-//! The list's links, every queued node's links, `queued` flag, waker and data, and the list's
-//! extra data `X` are guarded by the list's lock ([`WaitList::lock`]). A notifier, under that
-//! lock, unlinks a node, takes its waker and *last* stores the outcome in the node's `state`
-//! with `Release` ([`Locked::pop_front`]); it wakes the waker after unlocking and never touches
-//! the node again. The owner may read `state` without the lock ([`Node::state`]): a value other
-//! than [`WAITING`] (read with `Acquire`) means the node is no longer linked and is the owner's
-//! alone again, so the owner may free it at once. Seeing `WAITING`, the owner must take the lock
-//! before touching anything; in particular a future dropped while waiting takes the lock and
+//! The list's links, every queued node's links, `queued` flag, waker, data and wait start, and the
+//! list's extra data `X` are guarded by the list's lock ([`WaitList::lock`]). A notifier, under
+//! that lock, unlinks a node, takes its waker and *last* stores the outcome in the node's `state`
+//! with `Release` ([`Locked::pop_front`]); it wakes the waker after unlocking and never touches the
+//! node again. The owner may read `state` without the lock ([`Node::state`]): a value other than
+//! [`WAITING`] (read with `Acquire`) means the node is no longer linked and is the owner's alone
+//! again, so the owner may free it at once. Seeing `WAITING`, the owner must take the lock before
+//! touching anything; in particular a future dropped while waiting takes the lock and
 //! [`Locked::remove`]s its node (and then reads `state` again: a notifier may have completed it
-//! just before, in which case the drop must pass on what it was given, which each type does in
-//! its own way).
+//! just before, in which case the drop must pass on what it was given, which each type does in its
+//! own way).
 //!
 //! Wakers are woken after the lock is released, so a waker that runs arbitrary code (another
 //! executor's) cannot deadlock on the list.
@@ -74,7 +75,7 @@ impl Node {
     pub(crate) fn waited(&self) {
         // SAFETY: the caller saw the node completed: unlinked, and its owner's alone again.
         let t0 = unsafe { self.t0.with(|t| *t) };
-        goro_runtime::profile::block_event(t0);
+        goro_runtime::__private::profile::block_event(t0);
     }
 
     /// The outcome a notifier stored, or [`WAITING`]. Readable without the lock (see the module
@@ -168,7 +169,7 @@ impl<X> Locked<'_, X> {
             node.waker.with_mut(|w| *w = Some(waker));
             node.data.with_mut(|d| *d = data);
             if !front {
-                node.t0.with_mut(|t| *t = goro_runtime::profile::wait_start());
+                node.t0.with_mut(|t| *t = goro_runtime::__private::profile::wait_start());
             }
             node.state.store(WAITING, Relaxed);
             if front {

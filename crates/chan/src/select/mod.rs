@@ -140,7 +140,7 @@ impl Core {
                 }
             }
             let won = self.finish(cases, false);
-            goro_runtime::profile::block_event(self.t0.get());
+            goro_runtime::__private::profile::block_event(self.t0.get());
             return Poll::Ready(Some(won));
         }
         // A yield point, before any case is touched.
@@ -180,7 +180,7 @@ impl Core {
                 unsafe { cases[i as usize].arm(&self.shared, i as usize) };
             }
             self.armed.set(true);
-            self.t0.set(goro_runtime::profile::wait_start());
+            self.t0.set(goro_runtime::__private::profile::wait_start());
             unlock_all(cases, lockorder);
             Poll::Pending
         });

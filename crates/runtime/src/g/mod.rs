@@ -80,7 +80,9 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     // Whatever the G waited on before is over; a primitive that parks it again says why.
     h.wait_reason.store(0, Relaxed);
     let goid = h.goid;
-    if crate::trace::is_enabled() {
+    // Looked at once per poll: a trace costs an untraced poll this one load.
+    let traced = crate::trace::is_enabled();
+    if traced {
         crate::trace::go_start(goid, h.location, h.trace_take_flow());
     }
     // SAFETY: the M polling holds a reference for the whole poll.
@@ -88,7 +90,9 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     // SAFETY: RUNNING is ours.
     let ready = unsafe { (h.vtable.poll)(g, &waker) };
     if ready {
-        crate::trace::go_stop(goid, Stop::Exit, "");
+        if traced {
+            crate::trace::go_stop(goid, Stop::Exit, "");
+        }
         // SAFETY: as above.
         unsafe { complete(g, true) };
         return None;
@@ -96,19 +100,24 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     // When it parked, if it parks (written before the transition: once the G is idle, another
     // M may run and free it). A G woken during the poll is re-queued; the time is unused then.
     h.parked_at.store(h.scheduler().coarse_ms(), Relaxed);
-    // The trace's end of the poll, before the transition too (the reason is the G's).
-    let reason = h.wait_reason.load(Relaxed);
+    // The trace's reason for the end of the poll: the G's, so read before the transition too.
+    let reason = if traced { h.wait_reason.load(Relaxed) } else { 0 };
+    let stop = |how: Stop, why: &str| {
+        if traced {
+            crate::trace::go_stop(goid, how, why);
+        }
+    };
     match h.state.transition_to_idle() {
         ToIdle::Idle => {
-            crate::trace::go_stop(goid, Stop::Block, raw::WaitReason::from_u8(reason).as_str());
+            stop(Stop::Block, raw::WaitReason::from_u8(reason).as_str());
             None
         }
         ToIdle::Requeue => {
-            crate::trace::go_stop(goid, Stop::Requeue, "");
+            stop(Stop::Requeue, "");
             Some(g)
         }
         ToIdle::Cancel => {
-            crate::trace::go_stop(goid, Stop::Exit, "");
+            stop(Stop::Exit, "");
             // SAFETY: still RUNNING, ours.
             unsafe { (h.vtable.cancel)(g) };
             // SAFETY: as above.

@@ -16,7 +16,7 @@ pub use record::{Frame, Line, Record};
 use crate::m;
 use bucket::Table;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -24,6 +24,18 @@ use std::time::Instant;
 static BLOCK_RATE: AtomicI64 = AtomicI64::new(0);
 /// Go's `mutexprofilerate`; 0: off.
 static MUTEX_RATE: AtomicI64 = AtomicI64::new(0);
+/// Whether either rate is on: the one load a wait pays while both are off.
+static PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// Changes a rate with `set` and [`PROFILING`] with it, under a lock: two changes at once
+/// could otherwise leave `PROFILING` off with a rate on.
+fn set_rate<R>(set: impl FnOnce() -> R) -> R {
+    static RATES: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    let _g = RATES.lock();
+    let r = set();
+    PROFILING.store(BLOCK_RATE.load(Relaxed) > 0 || MUTEX_RATE.load(Relaxed) > 0, Relaxed);
+    r
+}
 
 /// Go's `runtime.SetBlockProfileRate`: from now on, sample on average one blocking event per
 /// `rate` nanoseconds spent blocked (`1`: every event; `0` or less: none, the default).
@@ -33,7 +45,7 @@ static MUTEX_RATE: AtomicI64 = AtomicI64::new(0);
 /// event shorter than `rate` is sampled with probability `delay / rate` and then counts
 /// `rate / delay` times, so that the profile's totals are unbiased, as in Go.
 pub fn set_block_profile_rate(rate: i64) {
-    BLOCK_RATE.store(rate.max(0), Relaxed);
+    set_rate(|| BLOCK_RATE.store(rate.max(0), Relaxed));
 }
 
 /// Go's `runtime.SetMutexProfileFraction`: from now on, sample on average one in `rate`
@@ -47,7 +59,7 @@ pub fn set_mutex_profile_fraction(rate: i32) -> i32 {
     if rate < 0 {
         return MUTEX_RATE.load(Relaxed) as i32;
     }
-    MUTEX_RATE.swap(i64::from(rate), Relaxed) as i32
+    set_rate(|| MUTEX_RATE.swap(i64::from(rate), Relaxed) as i32)
 }
 
 /// The current block profile rate (nanoseconds; 0: off).
@@ -72,9 +84,10 @@ static MUTEX: Table = Table::new();
 /// When a G starts to wait, for [`block_event`] and [`mutex_event`]: now on the profiles'
 /// clock, or 0 (no event will be recorded) while both profiles are off. Call it where the G
 /// parks, and keep the answer with the wait.
+#[doc(hidden)]
 #[inline]
 pub fn wait_start() -> u64 {
-    if cfg!(loom) || (BLOCK_RATE.load(Relaxed) <= 0 && MUTEX_RATE.load(Relaxed) <= 0) {
+    if cfg!(loom) || !PROFILING.load(Relaxed) {
         return 0;
     }
     now()
@@ -86,6 +99,7 @@ pub fn wait_start() -> u64 {
 ///
 /// The delay runs until the G runs again; Go's runs until the G is made runnable, so goro's
 /// includes the time the woken G waited for a P.
+#[doc(hidden)]
 #[inline]
 pub fn block_event(t0: u64) {
     if t0 != 0 {
@@ -113,6 +127,7 @@ fn block_event_sampled(t0: u64) {
 
 /// Go's `mutexevent`: called by the G that unlocks and wakes a waiter that started waiting at
 /// `t0` (from [`wait_start`]), with the unlocker's stack. Nothing when `t0` is 0.
+#[doc(hidden)]
 #[inline]
 pub fn mutex_event(t0: u64) {
     if t0 != 0 {

@@ -27,7 +27,10 @@
 //! Each thread appends its events to a buffer of its own (no lock and no allocation per event;
 //! a 64 KiB buffer at a time), and a full buffer goes to a thread of goro's, `goro-trace`,
 //! which writes the JSON: the G that caused an event never formats or writes anything. While
-//! no trace runs, each event site costs one relaxed load.
+//! no trace runs, each event site costs one relaxed load. The buffers are per thread, not per
+//! P, as in Go 1.22's tracer: a P's events are all written by the M that holds it, and a
+//! thread's buffer needs no hand-over when its P changes hands, nor a P at all (a syscall's
+//! events, a wake-up from a thread that holds no P).
 //!
 //! Unlike Go's `trace.Start`, a trace and a flight recorder do not run at the same time here:
 //! [`start`] fails while a [`FlightRecorder`] runs, and the other way round.
@@ -267,8 +270,14 @@ fn emit(kind: Kind, a: u64, b: u64, c: u64, s1: &str, s2: &str) {
         return;
     }
     let t = tracer();
-    let slot = SLOT.with(|s| s.borrow_mut().get_or_insert_with(|| t.register()).clone());
     let p = PROC.with(Cell::get);
     let ts = clock::now();
-    t.write(&slot, event::size(s1, s2), |out| event::encode(out, kind, p, ts, a, b, c, s1, s2));
+    // `try_with`: a thread that is exiting (its slot already dropped) records nothing more.
+    let _ = SLOT.try_with(|s| {
+        // Borrowed, not cloned: a count per event would be two more atomic operations. Nothing
+        // in `write` records an event, so the borrow cannot be asked for again meanwhile.
+        let mut s = s.borrow_mut();
+        let slot = s.get_or_insert_with(|| t.register());
+        t.write(slot, event::size(s1, s2), |out| event::encode(out, kind, p, ts, a, b, c, s1, s2));
+    });
 }

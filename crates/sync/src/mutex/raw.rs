@@ -269,7 +269,7 @@ impl RawMutex {
                     }
                     // Go's `semrelease`: the unlocker's stack is charged with the time the waiter
                     // it wakes has waited.
-                    goro_runtime::profile::mutex_event(t0);
+                    goro_runtime::__private::profile::mutex_event(t0);
                     return;
                 }
                 Ok(_) => return,
@@ -316,7 +316,7 @@ impl RawMutex {
         if let Some(w) = waker {
             w.wake();
         }
-        goro_runtime::profile::mutex_event(t0);
+        goro_runtime::__private::profile::mutex_event(t0);
     }
 
     /// Under the list lock, after a queued node was removed from the list: counts it out of
