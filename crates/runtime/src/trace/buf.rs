@@ -8,18 +8,21 @@
 //! writes an event. A writer makes its counter odd, *then* reads the generation, writes into
 //! that generation's buffer, and makes the counter even. The reader ([`Tracer::advance`])
 //! stores the next generation, *then* looks at every slot's counter and waits while it is odd
-//! and unchanged. A `SeqCst` fence between the two steps on each side (Dekker's pattern) means
-//! that either the writer read the new generation, or the reader saw the counter odd and waited
-//! for that write to end. After the wait, the old generation's buffer of that slot is the
+//! and unchanged. Both sides order their two steps (Dekker's pattern), so either the writer
+//! read the new generation, or the reader saw the counter odd and waited for that write to
+//! end. After the wait, the old generation's buffer of that slot is the
 //! reader's: no write is in it and every later write reads the new generation (and uses the
 //! other buffer). The counter's final `Release` increment, read by the reader with `Acquire`,
-//! makes the buffer's contents visible. (`SeqCst` on the accesses alone would do in C++'s
-//! model, but loom checks only fences for the store-load order, and the fences say it plainly.)
+//! makes the buffer's contents visible. The two steps are `SeqCst` accesses (a swap and a
+//! load, in the single order of all `SeqCst` operations); loom models that order only through
+//! fences, so under loom each side has a `SeqCst` fence between its two steps too.
 //!
 //! A buffer that fills is handed to the sink at once by its writer (under the sink's lock: one
 //! lock per buffer, not per event).
 
-use crate::loom::{fence, AtomicU64, Mutex, Ordering::*, UnsafeCell};
+#[cfg(loom)]
+use crate::loom::fence;
+use crate::loom::{AtomicU64, Mutex, Ordering::*, UnsafeCell};
 use std::sync::Arc;
 
 /// How many bytes of events a buffer holds before it goes to the sink.
@@ -84,10 +87,12 @@ impl<S: Sink> Tracer<S> {
     /// the bytes it will append. `slot` must be the calling thread's own.
     #[inline]
     pub(crate) fn write(&self, slot: &Slot, need: usize, write: impl FnOnce(&mut Vec<u8>)) {
-        slot.seq.fetch_add(1, Relaxed);
-        // Dekker's pattern with the reader's fence in `advance` (module docs).
-        fence(SeqCst);
-        let gen = self.gen.load(Relaxed);
+        // Only this thread writes its counter: it is even here.
+        let seq = slot.seq.load(Relaxed);
+        // Dekker's pattern with the reader's `advance` (module docs).
+        slot.seq.swap(seq + 1, SeqCst);
+        store_load_fence();
+        let gen = self.gen.load(SeqCst);
         if gen != 0 {
             slot.bufs[(gen & 1) as usize].with_mut(|b| {
                 // SAFETY: our counter is odd and we read `gen` after making it so: the reader
@@ -102,23 +107,22 @@ impl<S: Sink> Tracer<S> {
                 write(&mut buf.bytes);
             });
         }
-        slot.seq.fetch_add(1, Release);
+        slot.seq.store(seq + 2, Release);
     }
 
     /// Ends the current generation: from now on writers use generation `next` (0: tracing
     /// stops), and every buffer of the old one goes to the sink. Returns the old generation.
     /// Callers serialize their calls (the trace's control lock).
     pub(crate) fn advance(&self, next: u64) -> u64 {
-        let old = self.gen.swap(next, Relaxed);
+        let old = self.gen.swap(next, SeqCst);
         if old == 0 {
             return 0;
         }
-        // The writer's fence's partner (module docs).
-        fence(SeqCst);
+        store_load_fence();
         let mut slots = self.slots.lock();
         let mut taken = Vec::new();
         for slot in slots.iter() {
-            let seq = slot.seq.load(Acquire);
+            let seq = slot.seq.load(SeqCst);
             if seq & 1 == 1 {
                 // A write is under way; it may have read the old generation. Wait for it.
                 while slot.seq.load(Acquire) == seq {
@@ -147,4 +151,13 @@ impl<S: Sink> Tracer<S> {
     pub(crate) fn with_sink<R>(&self, f: impl FnOnce(&mut S) -> R) -> R {
         f(&mut self.sink.lock())
     }
+}
+
+/// The store-load order of Dekker's pattern. `SeqCst` read-modify-writes and loads give it in
+/// the language's memory model (and a locked instruction on x86 gives it in the hardware's), but
+/// loom orders only through fences, so its models get one.
+#[inline(always)]
+fn store_load_fence() {
+    #[cfg(loom)]
+    fence(SeqCst);
 }

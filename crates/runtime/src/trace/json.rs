@@ -11,7 +11,7 @@
 
 use super::buf::Buf;
 use super::event::{self, Event, Kind, Stop, NO_G, NO_P};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::panic::Location;
@@ -28,19 +28,31 @@ pub(crate) struct Writer<W: Write> {
     w: W,
     first: bool,
     tracks: BTreeMap<u64, String>,
-    line: String,
+    sites: HashMap<u64, String>,
+    line: Vec<u8>,
+    name: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
     pub(crate) fn new(w: W) -> Writer<W> {
-        Writer { w, first: true, tracks: BTreeMap::new(), line: String::with_capacity(256) }
+        Writer {
+            w,
+            first: true,
+            tracks: BTreeMap::new(),
+            sites: HashMap::new(),
+            line: Vec::with_capacity(256),
+            name: Vec::with_capacity(64),
+        }
     }
 
     pub(crate) fn begin(&mut self) -> io::Result<()> {
         self.w.write_all(b"{\"traceEvents\":[")?;
-        self.raw(&format!(
-            "{{\"ph\":\"M\",\"pid\":{PID},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"goro\"}}}}"
-        ))
+        self.raw(
+            format!(
+                "{{\"ph\":\"M\",\"pid\":{PID},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"goro\"}}}}"
+            )
+            .as_bytes(),
+        )
     }
 
     /// Writes every event of `buf`.
@@ -59,64 +71,79 @@ impl<W: Write> Writer<W> {
                 s,
                 "{{\"ph\":\"M\",\"pid\":{PID},\"tid\":{tid},\"name\":\"thread_name\",\"args\":{{\"name\":\"{name}\"}}}}"
             );
-            self.raw(&s)?;
+            self.raw(s.as_bytes())?;
             // P tracks first, in P order, then the threads.
             let mut s = String::new();
             let _ = write!(
                 s,
                 "{{\"ph\":\"M\",\"pid\":{PID},\"tid\":{tid},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
             );
-            self.raw(&s)?;
+            self.raw(s.as_bytes())?;
         }
         self.w.write_all(b"],\"displayTimeUnit\":\"ns\"}\n")?;
         self.w.flush()
     }
 
-    fn raw(&mut self, obj: &str) -> io::Result<()> {
+    fn raw(&mut self, obj: &[u8]) -> io::Result<()> {
         if !self.first {
             self.w.write_all(b",\n")?;
         }
         self.first = false;
-        self.w.write_all(obj.as_bytes())
+        self.w.write_all(obj)
     }
 
     fn track(&mut self, p: u16, thread: u32) -> u64 {
-        let (tid, name) = if p == NO_P {
-            (THREAD_TRACKS + u64::from(thread), format!("thread {thread}"))
+        if p == NO_P {
+            let tid = THREAD_TRACKS + u64::from(thread);
+            self.tracks.entry(tid).or_insert_with(|| format!("thread {thread}"));
+            tid
         } else {
-            (u64::from(p) + 1, format!("P {p}"))
-        };
-        self.tracks.entry(tid).or_insert(name);
-        tid
+            let tid = u64::from(p) + 1;
+            self.tracks.entry(tid).or_insert_with(|| format!("P {p}"));
+            tid
+        }
+    }
+
+    /// The spawn site at `addr` as `file:line`, formatted once per site.
+    fn site(&mut self, addr: u64) -> &str {
+        self.sites.entry(addr).or_insert_with(|| site(addr))
     }
 
     fn event(&mut self, ev: &Event<'_>, thread: u32) -> io::Result<()> {
         let tid = self.track(ev.p, thread);
-        let mut s = std::mem::take(&mut self.line);
-        s.clear();
-        let ts = Ts(ev.ts);
-        let head = |s: &mut String, ph: &str, name: &str, cat: &str| {
-            let _ = write!(s, "{{\"ph\":\"{ph}\",\"pid\":{PID},\"tid\":{tid},\"ts\":{ts},\"cat\":\"{cat}\",\"name\":");
-            push_str(s, name);
+        // Two reused buffers: the event's JSON and a name made up for it (no allocation per
+        // event once they have grown), written without `core::fmt` (this is the trace's
+        // hottest loop, on the `goro-trace` thread).
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let mut name = std::mem::take(&mut self.name);
+        name.clear();
+        let j = &mut J(&mut line);
+        let ts = ev.ts;
+        let head = |j: &mut J<'_>, ph: &str, name: &[u8], cat: &str| {
+            j.s("{\"ph\":\"").s(ph).s("\",\"pid\":1,\"tid\":").n(tid).s(",\"ts\":").ts(ts);
+            j.s(",\"cat\":\"").s(cat).s("\",\"name\":").qb(name);
         };
         match ev.kind {
             Kind::GoCreate => {
-                head(&mut s, "i", "go", "go");
-                let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"goid\":{},\"parent\":{},\"at\":", ev.a, G(ev.b));
-                push_str(&mut s, &site(ev.c));
-                s.push_str("}}");
+                head(j, "i", "go".as_bytes(), "go");
+                j.s(",\"s\":\"t\",\"args\":{\"goid\":").n(ev.a).s(",\"parent\":").g(ev.b).s(",\"at\":");
+                j.q(self.site(ev.c)).s("}}");
                 // The creation is the flow to the new G's first poll (see `go_create`'s caller).
-                let _ = write!(s, ",\n{{\"ph\":\"s\",\"pid\":{PID},\"tid\":{tid},\"ts\":{ts},\"cat\":\"flow\",\"name\":\"go\",\"id\":{}}}", flow_of_create(ev.a));
+                j.s(",\n{\"ph\":\"s\",\"pid\":1,\"tid\":").n(tid).s(",\"ts\":").ts(ts);
+                j.s(",\"cat\":\"flow\",\"name\":\"go\",\"id\":").n(flow_of_create(ev.a)).s("}");
             }
             Kind::GoStart => {
-                let name = match ev.a {
-                    0 => format!("main {}", site(ev.b)),
-                    g => format!("G{g} {}", site(ev.b)),
+                match ev.a {
+                    0 => J(&mut name).s("main "),
+                    g => J(&mut name).s("G").n(g).s(" "),
                 };
-                head(&mut s, "B", &name, "g");
-                let _ = write!(s, ",\"args\":{{\"goid\":{}}}}}", ev.a);
+                name.extend_from_slice(self.site(ev.b).as_bytes());
+                head(j, "B", &name, "g");
+                j.s(",\"args\":{\"goid\":").n(ev.a).s("}}");
                 if ev.c != 0 {
-                    let _ = write!(s, ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":{PID},\"tid\":{tid},\"ts\":{ts},\"cat\":\"flow\",\"name\":\"{}\",\"id\":{}}}", flow_name(ev.c), ev.c);
+                    j.s(",\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":").n(tid).s(",\"ts\":").ts(ts);
+                    j.s(",\"cat\":\"flow\",\"name\":\"").s(flow_name(ev.c)).s("\",\"id\":").n(ev.c).s("}");
                 }
             }
             Kind::GoStop => {
@@ -127,68 +154,128 @@ impl<W: Write> Writer<W> {
                     Stop::Block => ev.s1,
                 };
                 if stop == Stop::Block {
-                    head(&mut s, "i", &format!("block: {why}"), "block");
-                    let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"goid\":{},\"reason\":", ev.a);
-                    push_str(&mut s, why);
-                    s.push_str("}},\n");
+                    name.extend_from_slice(b"block: ");
+                    name.extend_from_slice(why.as_bytes());
+                    head(j, "i", &name, "block");
+                    j.s(",\"s\":\"t\",\"args\":{\"goid\":").n(ev.a).s(",\"reason\":").q(why).s("}},\n");
                 }
-                let _ = write!(s, "{{\"ph\":\"E\",\"pid\":{PID},\"tid\":{tid},\"ts\":{ts},\"args\":{{\"end\":");
-                push_str(&mut s, why);
-                s.push_str("}}");
+                j.s("{\"ph\":\"E\",\"pid\":1,\"tid\":").n(tid).s(",\"ts\":").ts(ts);
+                j.s(",\"args\":{\"end\":").q(why).s("}}");
             }
             Kind::GoUnblock => {
-                head(&mut s, "s", "unblock", "flow");
-                let _ = write!(s, ",\"id\":{},\"args\":{{\"goid\":{}", ev.c, ev.a);
+                head(j, "s", "unblock".as_bytes(), "flow");
+                j.s(",\"id\":").n(ev.c).s(",\"args\":{\"goid\":").n(ev.a);
                 if ev.b != NO_G {
-                    let _ = write!(s, ",\"by\":{}", ev.b);
+                    j.s(",\"by\":").n(ev.b);
                 }
-                s.push_str("}}");
+                j.s("}}");
             }
             Kind::SyscallEnter | Kind::SyscallExit => {
                 let ph = if ev.kind == Kind::SyscallEnter { "B" } else { "E" };
-                head(&mut s, ph, "syscall", "syscall");
-                let _ = write!(s, ",\"args\":{{\"goid\":{}}}}}", G(ev.a));
+                head(j, ph, "syscall".as_bytes(), "syscall");
+                j.s(",\"args\":{\"goid\":").g(ev.a).s("}}");
             }
             Kind::Steal => {
-                head(&mut s, "i", "steal", "sched");
-                let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"from\":\"P {}\",\"gs\":{}}}}}", ev.a, ev.b);
+                head(j, "i", "steal".as_bytes(), "sched");
+                j.s(",\"s\":\"t\",\"args\":{\"from\":\"P ").n(ev.a).s("\",\"gs\":").n(ev.b).s("}}");
             }
             Kind::Handoff => {
-                head(&mut s, "i", "handoff", "sched");
-                let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"p\":\"P {}\"}}}}", ev.a);
+                head(j, "i", "handoff".as_bytes(), "sched");
+                j.s(",\"s\":\"t\",\"args\":{\"p\":\"P ").n(ev.a).s("\"}}");
             }
             Kind::Timers => {
-                head(&mut s, "i", "timers", "timer");
-                let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"fired\":{}}}}}", ev.a);
+                head(j, "i", "timers".as_bytes(), "timer");
+                j.s(",\"s\":\"t\",\"args\":{\"fired\":").n(ev.a).s("}}");
             }
             Kind::RegionBegin | Kind::RegionEnd => {
                 let ph = if ev.kind == Kind::RegionBegin { "b" } else { "e" };
-                head(&mut s, ph, if ev.s1.is_empty() { "region" } else { ev.s1 }, "region");
-                let _ = write!(s, ",\"id\":{},\"args\":{{\"goid\":{}", ev.b, G(ev.a));
+                head(j, ph, if ev.s1.is_empty() { "region" } else { ev.s1 }.as_bytes(), "region");
+                j.s(",\"id\":").n(ev.b).s(",\"args\":{\"goid\":").g(ev.a);
                 if ev.c != 0 {
-                    let _ = write!(s, ",\"task\":{}", ev.c);
+                    j.s(",\"task\":").n(ev.c);
                 }
-                s.push_str("}}");
+                j.s("}}");
             }
             Kind::Log => {
-                head(&mut s, "i", ev.s1, "log");
-                let _ = write!(s, ",\"s\":\"t\",\"args\":{{\"goid\":{}", G(ev.a));
+                head(j, "i", ev.s1.as_bytes(), "log");
+                j.s(",\"s\":\"t\",\"args\":{\"goid\":").g(ev.a);
                 if ev.b != 0 {
-                    let _ = write!(s, ",\"task\":{}", ev.b);
+                    j.s(",\"task\":").n(ev.b);
                 }
-                s.push_str(",\"message\":");
-                push_str(&mut s, ev.s2);
-                s.push_str("}}");
+                j.s(",\"message\":").q(ev.s2).s("}}");
             }
             Kind::TaskBegin | Kind::TaskEnd => {
                 let ph = if ev.kind == Kind::TaskBegin { "b" } else { "e" };
-                head(&mut s, ph, if ev.s1.is_empty() { "task" } else { ev.s1 }, "task");
-                let _ = write!(s, ",\"id\":{},\"args\":{{\"task\":{},\"goid\":{}}}}}", ev.a, ev.a, G(ev.b));
+                head(j, ph, if ev.s1.is_empty() { "task" } else { ev.s1 }.as_bytes(), "task");
+                j.s(",\"id\":").n(ev.a).s(",\"args\":{\"task\":").n(ev.a).s(",\"goid\":").g(ev.b).s("}}");
             }
         }
-        let r = self.raw(&s);
-        self.line = s;
+        let r = self.raw(&line);
+        self.line = line;
+        self.name = name;
         r
+    }
+}
+
+/// Appends JSON to a buffer, without `core::fmt` (the buffer only ever receives `&str`s and
+/// ASCII, so it holds UTF-8).
+struct J<'a>(&'a mut Vec<u8>);
+
+impl J<'_> {
+    /// Text as it is.
+    fn s(&mut self, v: &str) -> &mut Self {
+        self.0.extend_from_slice(v.as_bytes());
+        self
+    }
+
+    /// A number.
+    fn n(&mut self, mut v: u64) -> &mut Self {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.0.extend_from_slice(&buf[i..]);
+        self
+    }
+
+    /// A goid: `null` for none ([`NO_G`]: a thread that polls no G, a G spawned from outside
+    /// any).
+    fn g(&mut self, v: u64) -> &mut Self {
+        if v == NO_G {
+            self.s("null")
+        } else {
+            self.n(v)
+        }
+    }
+
+    /// A timestamp in microseconds, to the nanosecond.
+    fn ts(&mut self, ns: u64) -> &mut Self {
+        self.n(ns / 1000);
+        let frac = ns % 1000;
+        self.0.extend_from_slice(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ]);
+        self
+    }
+
+    /// A JSON string.
+    fn q(&mut self, v: &str) -> &mut Self {
+        self.qb(v.as_bytes())
+    }
+
+    /// A JSON string, from UTF-8 bytes.
+    fn qb(&mut self, v: &[u8]) -> &mut Self {
+        push_str(self.0, v);
+        self
     }
 }
 
@@ -217,45 +304,33 @@ fn site(addr: u64) -> String {
     format!("{}:{}", at.file(), at.line())
 }
 
-/// A goid in JSON: `null` for none ([`NO_G`]: a thread that polls no G, a G spawned from
-/// outside any).
-struct G(u64);
-
-impl std::fmt::Display for G {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            NO_G => f.write_str("null"),
-            g => write!(f, "{g}"),
-        }
-    }
-}
-
-/// A timestamp in microseconds, to the nanosecond.
-struct Ts(u64);
-
-impl std::fmt::Display for Ts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
-    }
-}
-
 /// Appends `v` as a JSON string.
-fn push_str(s: &mut String, v: &str) {
-    s.push('"');
-    for c in v.chars() {
+fn push_str(s: &mut Vec<u8>, v: &[u8]) {
+    s.push(b'"');
+    if !v.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        s.extend_from_slice(v);
+        s.push(b'"');
+        return;
+    }
+    for c in String::from_utf8_lossy(v).chars() {
         match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
+            '"' => s.extend_from_slice(b"\\\""),
+            '\\' => s.extend_from_slice(b"\\\\"),
+            '\n' => s.extend_from_slice(b"\\n"),
+            '\r' => s.extend_from_slice(b"\\r"),
+            '\t' => s.extend_from_slice(b"\\t"),
             c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let v = c as usize;
+                s.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[v >> 4], HEX[v & 15]]);
             }
-            c => s.push(c),
+            c => {
+                let mut b = [0u8; 4];
+                s.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            }
         }
     }
-    s.push('"');
+    s.push(b'"');
 }
 
 #[cfg(all(test, not(loom)))]
@@ -264,14 +339,18 @@ mod tests {
 
     #[test]
     fn strings_are_escaped() {
-        let mut s = String::new();
-        push_str(&mut s, "a\"b\\c\nd\u{1}é");
-        assert_eq!(s, r#""a\"b\\c\nd\u0001é""#);
+        let mut s = Vec::new();
+        push_str(&mut s, "a\"b\\c\nd\u{1}é".as_bytes());
+        assert_eq!(String::from_utf8(s).unwrap(), r#""a\"b\\c\nd\u0001é""#);
+        let mut s = Vec::new();
+        push_str(&mut s, b"plain");
+        assert_eq!(s, b"\"plain\"");
     }
 
     #[test]
-    fn timestamps_are_microseconds_to_the_nanosecond() {
-        assert_eq!(Ts(1_234_567).to_string(), "1234.567");
-        assert_eq!(Ts(5).to_string(), "0.005");
+    fn numbers_and_timestamps() {
+        let mut s = Vec::new();
+        J(&mut s).n(0).s(" ").n(u64::MAX).s(" ").g(NO_G).s(" ").ts(1_234_567).s(" ").ts(5).s(" ").ts(1000);
+        assert_eq!(String::from_utf8(s).unwrap(), "0 18446744073709551615 null 1234.567 0.005 1.000");
     }
 }
