@@ -138,6 +138,13 @@ fn the_trace_of_a_pipeline_shows_each_gs_blocks_and_the_flows_between_them() {
     assert!(!ids.is_empty(), "no wake-up of the consumer by the squarer");
     assert!(ids.iter().any(|id| finishes.contains(id)), "no flow ends in the consumer's poll");
 
+    // Every poll is on the track of the P that ran it (tids 1 ..= max_procs), never on a
+    // thread's.
+    for e in events.iter().filter(|e| e["ph"] == "B" && e["cat"] == "g") {
+        let tid = e["tid"].as_u64().unwrap();
+        assert!((1..=2).contains(&tid), "a poll off any P's track: {e}");
+    }
+
     // Each G's slices name it and its spawn site in this file.
     let name = |g: u64| format!("G{g} {}:", file!());
     for g in [producer, squarer, consumer] {

@@ -40,6 +40,8 @@ pub(crate) struct PFlags {
     /// Twice the waits for goro's own locks by the thread holding this P, plus one while it
     /// waits (see [`lock_wait`]): sysmon does not count those as a blocked poll.
     pub(crate) lock_waits: AtomicU64,
+    /// The P's index (what the execution trace names the P this thread holds by).
+    pub(crate) id: usize,
 }
 
 /// The functions to call when the current poll ends: a user's (`coop::at_poll_end`) and the
@@ -190,6 +192,11 @@ pub(crate) fn publish_p<O: Send + Sync + 'static>(owner: &Arc<O>, flags: impl Fn
 /// This thread holds no P any more (`releasep`); the count stays kept (see `Record::kept`).
 pub(crate) fn clear_p() {
     let _ = RECORD.try_with(|r| r.p.set(ptr::null()));
+}
+
+/// The index of the P this thread holds (of any runtime), if it holds one.
+pub(crate) fn held_p() -> Option<usize> {
+    RECORD.try_with(|r| r.with_p(|f| f.id)).ok().flatten()
 }
 
 /// Whether this thread holds a P (of any runtime).

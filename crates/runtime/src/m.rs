@@ -232,14 +232,12 @@ impl MCtx {
         pp.tid.store(crate::threads::current_tid(), Relaxed);
         self.p.set(Some(p));
         crate::current::publish_p(&self.shared, |sh| &sh.allp[p].flags);
-        crate::trace::set_proc(Some(p));
     }
 
     /// Go's `releasep`: gives the P's core back to the P. The caller hands the P on
     /// (`pidleput`, `handoffp`, a syscall status, a waiting M).
     pub(crate) fn releasep(&self) -> Option<usize> {
         crate::current::clear_p();
-        crate::trace::set_proc(None);
         let core = self.core.borrow_mut().take()?;
         let p = core.id();
         self.shared.allp[p].put_core(core);

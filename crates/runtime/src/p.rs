@@ -150,7 +150,7 @@ impl P {
             runq: steal,
             status: AtomicU8::new(P_IDLE),
             timers: TimerHeap::new(),
-            flags: PFlags::default(),
+            flags: PFlags { id, ..PFlags::default() },
             fairness_due: AtomicBool::new(false),
             blocked_since: AtomicU64::new(0),
             tid: AtomicU32::new(0),

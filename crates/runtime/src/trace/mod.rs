@@ -182,17 +182,9 @@ impl Drop for Task {
 thread_local! {
     /// This thread's slot, once it has written an event.
     static SLOT: RefCell<Option<Arc<Slot>>> = const { RefCell::new(None) };
-    /// The P this thread holds (`NO_P`: none), kept by the M (`set_proc`).
-    static PROC: Cell<u16> = const { Cell::new(NO_P) };
     /// The G this thread polls (0: the main future of `block_on`; [`NO_G`]: none), kept by
     /// `go_start`/`go_stop`.
     static CUR_GOID: Cell<u64> = const { Cell::new(NO_G) };
-}
-
-/// The M took P `p` (`Some`) or let its P go.
-#[inline]
-pub(crate) fn set_proc(p: Option<usize>) {
-    PROC.with(|c| c.set(p.map_or(NO_P, |p| p as u16)));
 }
 
 /// `go` made G `goid` (spawned at `at`) in G `parent`.
@@ -270,7 +262,8 @@ fn emit(kind: Kind, a: u64, b: u64, c: u64, s1: &str, s2: &str) {
         return;
     }
     let t = tracer();
-    let p = PROC.with(Cell::get);
+    // The P from the record its M publishes (`current`): nothing to keep here.
+    let p = crate::current::held_p().map_or(NO_P, |p| p as u16);
     let ts = clock::now();
     // `try_with`: a thread that is exiting (its slot already dropped) records nothing more.
     let _ = SLOT.try_with(|s| {
