@@ -5,7 +5,7 @@
 //! the runtime's list of them.
 
 use crate::idle::M;
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering::*};
+use crate::loom::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering::*};
 use crate::netpoll::Breaker;
 use std::panic::Location;
 use std::sync::{Arc as StdArc, Weak};
@@ -31,9 +31,14 @@ impl Wake for MainState {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &StdArc<Self>) {
-        // SeqCst, paired with `findrunnable`'s store of `in_netpoll` then load of `notified`:
-        // either M0 sees the notification before it polls, or we see it in the poller.
+        // Paired with `block_in_netpoll`'s store of `in_netpoll`, fence, then load of
+        // `notified`: either M0 sees the notification before it polls, or we see it in the
+        // poller. The fence between our swap and our load, besides the `SeqCst` of both, is for
+        // loom, which models `SeqCst` accesses as acquire/release and only fences as `SeqCst`:
+        // without it a model where M0 sleeps in the poller finds this wake lost. A main
+        // future's wake is rare enough to pay for it.
         if !self.notified.swap(true, SeqCst) {
+            fence(SeqCst);
             self.m.parker.unpark();
             if self.m.in_netpoll() {
                 if let Some(np) = self.netpoll.upgrade() {
