@@ -1,7 +1,8 @@
 //! What waits for work, and who looks for it: the idle Ps (Go's `sched.pidle`, `npidle`), the
-//! sleeping Ms (`sched.midle`, `nmidle`), the spinning count (`sched.nmspinning`), and two lists
-//! of goro's own: the Ms back from a syscall that wait for a P, and the spare P slots that
-//! replace a P whose M is stuck in one poll (see `sysmon`). Beside them, the count of Ms inside
+//! sleeping Ms (`sched.midle`, `nmidle`), the spinning count (`sched.nmspinning`), and three
+//! things of goro's own: the Ms back from a syscall that wait for a P, the spare P slots that
+//! replace a P whose M is stuck in one poll (see `sysmon`), and the seat of the M asleep in the
+//! netpoller, which `startm` hands a P before the sleeping Ms. Beside them, the count of Ms inside
 //! a syscall that no P shows ([`SyscallsWithoutP`]), for `checkdead`.
 //!
 //! The lists live under one lock, the scheduler lock (Go's `sched.lock`): [`Idle::lock`] returns
@@ -147,6 +148,9 @@ struct Lists {
     main_waiters: Vec<StdArc<M>>,
     /// Unused P slots, for replacing a P whose M is stuck in one poll (`P_SPARE`).
     spare: Vec<usize>,
+    /// The M asleep in the netpoller (see `MCtx::block_in_netpoll`), which `startm` hands a P
+    /// before any M on `midle` ([`Locked::take_netpoller`]).
+    netpoller: Option<StdArc<M>>,
     /// An M was wanted for a P and none could be started (`Builder::max_threads`): the next M
     /// that would go to sleep looks for work once more instead (see [`Locked::want_m`]).
     m_wanted: bool,
@@ -168,6 +172,7 @@ impl Idle {
                 syscall_waiters: Vec::new(),
                 main_waiters: Vec::new(),
                 spare: (procs..slots).rev().collect(),
+                netpoller: None,
                 m_wanted: false,
             }),
             npidle: CachePadded::new(AtomicUsize::new(procs)),
@@ -265,6 +270,31 @@ impl Locked<'_> {
         let m = self.lists.midle.pop()?;
         self.idle.nmidle.fetch_sub(1, Relaxed);
         Some(m)
+    }
+
+    /// `m` is about to sleep in the netpoller; `startm` may take it from there and hand it a P,
+    /// as it would an M from `midle`, and then wakes the poller instead of the M's parker.
+    pub(crate) fn put_netpoller(&mut self, m: StdArc<M>) {
+        debug_assert!(self.lists.netpoller.is_none(), "goro: two Ms asleep in the netpoller");
+        self.lists.netpoller = Some(m);
+    }
+
+    /// The M asleep in the netpoller, taken from its seat: the caller hands it a P and wakes
+    /// the poller.
+    pub(crate) fn take_netpoller(&mut self) -> Option<StdArc<M>> {
+        self.lists.netpoller.take()
+    }
+
+    /// `m` is back from the netpoller: `true` if it was still in its seat (it leaves it now),
+    /// `false` if `startm` took it from there, when a P waits in its hand-off slot.
+    pub(crate) fn leave_netpoller(&mut self, m: &StdArc<M>) -> bool {
+        match &self.lists.netpoller {
+            Some(x) if StdArc::ptr_eq(x, m) => {
+                self.lists.netpoller = None;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Go's `mput`: `m` is about to sleep until handed a P.

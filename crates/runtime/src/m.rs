@@ -532,6 +532,23 @@ impl MCtx {
                 }
             }
 
+            // The network gets a turn every 61st tick too, while no M sleeps in the poller
+            // (tokio's workers poll their driver every 61 ticks). Go leaves a busy runtime's
+            // network to sysmon's poll every 10 ms, and to its M asleep in the poller; here that
+            // M is the first to be handed a P (`startm`), so a runtime whose Ps keep finding
+            // work would otherwise leave ready I/O waiting for sysmon. Once per tick: a
+            // `runnext` chain runs many Gs in one.
+            if tick % 61 == 0
+                && sh.netpoll.nonblocking_poll_due()
+                && self.with_core(|c| std::mem::replace(&mut c.netpoll_tick, tick) != tick) == Some(true)
+            {
+                let mut ready = Vec::new();
+                if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) {
+                    // Onto our run queue, as `ready` puts any G woken on this M.
+                    ready.into_iter().for_each(Waker::wake);
+                }
+            }
+
             if let Some((g, slice)) = self.runqget(p) {
                 return Found::G(g, slice);
             }
@@ -643,6 +660,8 @@ impl MCtx {
             return NetpollBlock::Skipped;
         }
         self.m.set_in_netpoll(true);
+        // Seated in the poller, where `startm` looks for an M before the idle list.
+        sh.idle.lock().put_netpoller(self.m.clone());
         // After publishing that we sleep (a timer added from now on wakes the poller, see
         // `wake_netpoller`), look at what may have changed since the last look.
         fence(SeqCst);
@@ -655,25 +674,36 @@ impl MCtx {
             sh.netpoll.poll(timeout, &mut ready);
         }
         self.m.set_in_netpoll(false);
+        // Out of the seat, and a P: the one `startm` handed us if it took us from the seat (it
+        // woke the poller then), else an idle one if there is. Before the poller is released:
+        // the next M to claim it takes the seat too, so ours must be empty by then.
+        let got = {
+            let mut idle = sh.idle.lock();
+            if idle.leave_netpoller(&self.m) {
+                sh.pidleget_locked(&mut idle).map(|p| (p, Spinning::No))
+            } else {
+                Some(self.m.take_hand().expect("goro: taken from the netpoller without a P"))
+            }
+        };
         sh.netpoll.end_block(sh.nanotime());
+        if let Some((pid, spinning)) = got {
+            self.acquirep(pid);
+            if spinning == Spinning::Yes {
+                // Counted in nmspinning by whoever handed us the P.
+                self.spinning.set(true);
+            }
+        }
+        // With a P, the ready Gs land on its run queue; without, on the global queue, where a
+        // busy P finds them.
+        ready.into_iter().for_each(Waker::wake);
         if let Some(found) = self.stop_reason() {
-            // Hand the ready Gs to whoever runs next (global queue, and an M woken for them).
-            ready.into_iter().for_each(Waker::wake);
             return NetpollBlock::Found(found);
         }
-        match sh.pidleget() {
-            Some(pid) => {
-                self.acquirep(pid);
-                ready.into_iter().for_each(Waker::wake);
-                // Timers that expired on any P are run by the look for work that follows
-                // (our own heap at the top, the others when stealing).
-                NetpollBlock::LookAgain
-            }
-            None => {
-                // Every P is busy: the ready Gs go to the global queue, where they find one.
-                ready.into_iter().for_each(Waker::wake);
-                NetpollBlock::Skipped
-            }
+        match got {
+            // Timers that expired on any P are run by the look for work that follows (our own
+            // heap at the top, the others when stealing).
+            Some(_) => NetpollBlock::LookAgain,
+            None => NetpollBlock::Skipped,
         }
     }
 

@@ -80,6 +80,9 @@ pub(crate) struct PCore {
     pub(crate) schedtick: u32,
     /// Consecutive Gs taken from `runnext` while the ring had work (see `runqget`).
     pub(crate) runnext_streak: u32,
+    /// The `schedtick` at which this P last polled the network on its 61st tick (see
+    /// `findrunnable`): once per such tick, however many Gs a `runnext` chain runs in it.
+    pub(crate) netpoll_tick: u32,
     pub(crate) gfree: LocalFree,
     /// Gs finished here that are still in `allgs` (see `g::allgs`).
     pub(crate) dead: DeadGs,
@@ -159,6 +162,7 @@ impl P {
                 runq: local,
                 schedtick: 0,
                 runnext_streak: 0,
+                netpoll_tick: u32::MAX,
                 gfree: LocalFree::default(),
                 dead: DeadGs::default(),
                 goid_next: 0,

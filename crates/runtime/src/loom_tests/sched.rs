@@ -326,3 +326,37 @@ fn loom_sched_handoff_at_the_thread_limit_strands_nothing() {
         super::g::settle(&sh);
     });
 }
+
+/// `startm` hands a P to the M asleep in the netpoller before any M asleep in `stopm`
+/// (`Locked::take_netpoller`). One P; a G waits on a registration, so M0, whose main G waits for
+/// a second G, sleeps in the poller (not in `stopm`) once it has nothing to run; a thread
+/// outside the runtime wakes the second G, which goes to the global queue and `startm`s an M
+/// for the idle P: the seated M0, woken through the poller. Wherever M0 is when the wake lands
+/// (still running, on its way into the poller, asleep there, or back out of it), the G must
+/// run and wake the main G, and no P may be lost or handed twice (a second M taking P0's
+/// `PCore` panics; a P handed to an M that never takes it is a loom deadlock).
+#[test]
+fn loom_sched_startm_hands_a_p_to_the_m_in_the_netpoller() {
+    use crate::netpoll::{ScheduledIo, READABLE, READ_CLOSED};
+    use std::sync::Arc as StdArc;
+    model(|| {
+        let rt = runtime(1);
+        let sh = rt.shared().clone();
+        let io = StdArc::new(ScheduledIo::new());
+        sh.netpoll.add(&io).expect("the runtime runs");
+        let (_flag, w) = super::g::Flag::new();
+        assert!(sh.netpoll.poll_ready(&io, 0, READABLE | READ_CLOSED, &w).is_pending());
+        let counts = Counts::new();
+        let waker = {
+            let counts = counts.clone();
+            thread::spawn(move || take_stashed(&counts).wake())
+        };
+        let c = counts.clone();
+        let out = rt.block_on(async move { go(TestFuture::new(&c, STASH_THEN_READY)).await });
+        drop(out.expect("the G returned"));
+        waker.join().unwrap();
+        drop(rt);
+        assert_eq!(counts.polls(), 2);
+        counts.assert_dropped_once(true);
+    });
+}
