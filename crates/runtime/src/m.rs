@@ -558,31 +558,31 @@ impl MCtx {
             }
 
             // Steal, unless enough Ms are spinning already: at most half the busy Ps' worth.
-            //
-            // Before the non-blocking netpoll, where Go's `findrunnable` has it after ("only an
-            // optimization before we resort to stealing"). What the order decides is who waits
-            // when the kernel deschedules an M that holds a P with a full ring, as it does to a
-            // server's M whose `writev` woke the client's thread on the same CPU: polling first
-            // hands the M that ran dry the newest requests, and the older ones in the stranded
-            // ring wait for the kernel's next tick (4 ms here). Stealing first runs them in
-            // their order. An HTTP server under wrk (64 connections, 2 Ps on 2 shared cores),
-            // traced: from a G's wake-up to its poll, p99 3.6 ms and max 8.3 ms with the poll
-            // first, 0.7 ms and 3.0 ms with the steal first; wrk's p99 went from 6.4-6.8 ms to
-            // 5.2-5.8 (benches/http.sh). A runtime with no G waiting on I/O never polls here, so
-            // only I/O-bound programs see the order.
             let busy = sh.allp.procs() - sh.idle.npidle();
             let may_spin = self.spinning.get() || 2 * sh.idle.nmspinning() < busy;
-            if may_spin {
-                if !self.spinning.get() {
-                    self.become_spinning();
-                }
-                if let Some(g) = self.steal_work(p) {
-                    return Found::G(g, Slice::Fresh);
-                }
-            }
 
             // Non-blocking netpoll, if some G waits for I/O and no M sleeps in the poller.
             if sh.netpoll.nonblocking_poll_due() {
+                // One pass over the other Ps' rings first, where Go's `findrunnable` polls before
+                // it steals at all ("only an optimization before we resort to stealing"). What
+                // the order decides is who waits when the kernel deschedules an M that holds a
+                // P with a full ring, as it does to a server's M whose `writev` woke the
+                // client's thread on the same CPU: polling first hands the M that ran dry the
+                // newest requests, and the older ones in the stranded ring wait for the
+                // kernel's next tick (4 ms here). Stealing first runs them in their order. An
+                // HTTP server under wrk (64 connections, 2 Ps on 2 shared cores), traced: from a
+                // G's wake-up to its poll, p99 3.6 ms and max 8.3 ms with the poll first, 0.7
+                // ms and 3.0 ms with the steal first; wrk's p99 went from 6.4-6.8 ms to 5.2-5.8
+                // (benches/http.sh). Only the rings, in one pass, and before this M counts
+                // itself as spinning: a G the poll finds would otherwise end the spinning, and
+                // `resetspinning` wake another M for nothing, on every round trip of a TCP
+                // ping-pong (benches/net.rs: 24 µs a round trip instead of 14); a victim's
+                // `runnext`, and the pause before taking it, belong to the full steal below.
+                if may_spin {
+                    if let Some(g) = self.steal_pass(p, false) {
+                        return Found::G(g, Slice::Fresh);
+                    }
+                }
                 let mut ready = Vec::new();
                 if sh.netpoll.poll(Some(Duration::ZERO), &mut ready) && !ready.is_empty() {
                     // Woken with our P held: they land on our run queue (Go's `injectglist`).
@@ -592,6 +592,12 @@ impl MCtx {
             }
 
             if may_spin {
+                if !self.spinning.get() {
+                    self.become_spinning();
+                }
+                if let Some(g) = self.steal_work(p) {
+                    return Found::G(g, Slice::Fresh);
+                }
                 match self.spin_for_ring_work(p) {
                     Watch::Stole(g) => return Found::G(g, Slice::Fresh),
                     Watch::LookAgain => continue 'top,
@@ -679,11 +685,12 @@ impl MCtx {
         // the next M to claim it takes the seat too, so ours must be empty by then.
         let got = {
             let mut idle = sh.idle.lock();
-            if idle.leave_netpoller(&self.m) {
-                sh.pidleget_locked(&mut idle).map(|p| (p, Spinning::No))
-            } else {
-                Some(self.m.take_hand().expect("goro: taken from the netpoller without a P"))
-            }
+            let left = idle.leave_netpoller(&self.m);
+            let hand = if left { None } else { self.m.take_hand() };
+            // Only `startm` empties the seat of an M that has claimed the poller, and it hands
+            // that M a P first (the poller's claim admits one M at a time: `claim_block`).
+            debug_assert!(left || hand.is_some(), "goro: taken from the netpoller without a P");
+            hand.or_else(|| sh.pidleget_locked(&mut idle).map(|p| (p, Spinning::No)))
         };
         sh.netpoll.end_block(sh.nanotime());
         if let Some((pid, spinning)) = got {

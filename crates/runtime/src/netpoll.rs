@@ -294,11 +294,12 @@ impl Netpoll {
         if last == 0 || last + age > now() {
             return false;
         }
-        if !self.poll(Some(Duration::ZERO), out) {
+        // Go's sysmon: a compare-and-swap, not a store, so that an M which claimed the poller
+        // since our look (`lastpoll` 0) keeps its claim, and no second M claims it beside it.
+        if self.lastpoll.compare_exchange(last, now(), SeqCst, SeqCst).is_err() {
             return false;
         }
-        self.lastpoll.store(now(), SeqCst);
-        true
+        self.poll(Some(Duration::ZERO), out)
     }
 
     /// Whether some G waits for I/O readiness (Go's `netpollAnyWaiters`).

@@ -154,7 +154,7 @@ fn loom_checkdead_vs_g_wake() {
             let (steps, sh) = (steps.clone(), sh.clone());
             thread::spawn(move || {
                 let from = steps.fetch_add(1, SeqCst);
-                let Some(p) = sh.pidleget() else { return None };
+                let p = sh.pidleget()?;
                 let ctx = crate::m::MCtx::new(sh.clone(), StdArc::new(crate::idle::M::new()), None);
                 crate::m::enter(&ctx, || {
                     ctx.acquirep(p);

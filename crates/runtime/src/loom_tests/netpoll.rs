@@ -103,3 +103,28 @@ fn loom_netpoll_poll_ready_vs_event_vs_shutdown() {
         assert_eq!(np.waiters(), 0, "the waiter count leaked");
     });
 }
+
+/// sysmon's poll of a stale poller (`poll_if_stale`) against an M claiming the poller to sleep
+/// in it: while the claim holds, no second M may claim (only one M sleeps in the poller, and
+/// only one sits in the seat `startm` hands Ps from). sysmon stored its clock in `lastpoll`
+/// after its poll, over a claim made meanwhile, and a second M then claimed too: in a TCP
+/// ping-pong the first M came back from the poller to find another in its seat, and no P
+/// (`goro: taken from the netpoller without a P`).
+#[test]
+fn loom_netpoll_stale_poll_keeps_a_claim() {
+    model(|| {
+        let np = Arc::new(Netpoll::new().unwrap());
+        // A G waits on I/O, so sysmon polls a stale poller.
+        let seen = register_and_poll(&np);
+        let sysmon = {
+            let np = np.clone();
+            thread::spawn(move || np.poll_if_stale(0, || 10, &mut Vec::new()))
+        };
+        if np.claim_block(0).is_ok() {
+            assert!(np.claim_block(0).is_err(), "two Ms hold the poller");
+            np.end_block(20);
+        }
+        sysmon.join().unwrap();
+        drop(seen);
+    });
+}
