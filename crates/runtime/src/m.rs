@@ -572,12 +572,14 @@ impl MCtx {
                 // kernel's next tick (4 ms here). Stealing first runs them in their order. An
                 // HTTP server under wrk (64 connections, 2 Ps on 2 shared cores), traced: from a
                 // G's wake-up to its poll, p99 3.6 ms and max 8.3 ms with the poll first, 0.7
-                // ms and 3.0 ms with the steal first; wrk's p99 went from 6.4-6.8 ms to 5.2-5.8
-                // (benches/http.sh). Only the rings, in one pass, and before this M counts
-                // itself as spinning: a G the poll finds would otherwise end the spinning, and
-                // `resetspinning` wake another M for nothing, on every round trip of a TCP
-                // ping-pong (benches/net.rs: 24 µs a round trip instead of 14); a victim's
-                // `runnext`, and the pause before taking it, belong to the full steal below.
+                // ms and 3.0 ms with a full steal first; wrk's p99 went from 6.4-6.8 ms to
+                // 5.2-5.8 (and to 4.3-4.4 with this ring pass and `startm`'s hand-off to the
+                // M in the poller, benches/http.sh). Only the rings, in one pass, and before
+                // this M counts itself as spinning: a G the poll finds would otherwise end the
+                // spinning, and `resetspinning` wake another M for nothing, on every round trip
+                // of a TCP ping-pong (benches/net.rs: 24 µs a round trip instead of 14); a
+                // victim's `runnext`, and the pause before taking it, belong to the full steal
+                // below.
                 if may_spin {
                     if let Some(g) = self.steal_pass(p, false) {
                         return Found::G(g, Slice::Fresh);
