@@ -83,21 +83,24 @@ fn loom_sched_yield_now() {
 /// sleeping M, or starting one), which completes it and wakes M0's main G.
 #[test]
 fn loom_sched_foreign_wake_of_waiting_g() {
-    model(|| {
-        let rt = runtime(2);
-        let counts = Counts::new();
-        let waker = {
-            let counts = counts.clone();
-            thread::spawn(move || take_stashed(&counts).wake())
-        };
-        let c = counts.clone();
-        let out = rt.block_on(async move { go(TestFuture::new(&c, STASH_THEN_READY)).await });
-        drop(out.expect("the G returned"));
-        waker.join().unwrap();
-        drop(rt);
-        assert_eq!(counts.polls(), 2);
-        counts.assert_dropped_once(true);
-    });
+    model(|| main_awaits_a_g_woken_from_outside(runtime(2)));
+}
+
+/// The main G spawns a G that waits for a wake from a thread outside the runtime, and awaits
+/// it; the runtime is dropped once the main G has its output.
+fn main_awaits_a_g_woken_from_outside(rt: Runtime) {
+    let counts = Counts::new();
+    let waker = {
+        let counts = counts.clone();
+        thread::spawn(move || take_stashed(&counts).wake())
+    };
+    let c = counts.clone();
+    let out = rt.block_on(async move { go(TestFuture::new(&c, STASH_THEN_READY)).await });
+    drop(out.expect("the G returned"));
+    waker.join().unwrap();
+    drop(rt);
+    assert_eq!(counts.polls(), 2);
+    counts.assert_dropped_once(true);
 }
 
 /// Two Gs woken from a thread outside the runtime (what a tokio worker answering them does)
@@ -346,17 +349,6 @@ fn loom_sched_startm_hands_a_p_to_the_m_in_the_netpoller() {
         sh.netpoll.add(&io).expect("the runtime runs");
         let (_flag, w) = super::g::Flag::new();
         assert!(sh.netpoll.poll_ready(&io, 0, READABLE | READ_CLOSED, &w).is_pending());
-        let counts = Counts::new();
-        let waker = {
-            let counts = counts.clone();
-            thread::spawn(move || take_stashed(&counts).wake())
-        };
-        let c = counts.clone();
-        let out = rt.block_on(async move { go(TestFuture::new(&c, STASH_THEN_READY)).await });
-        drop(out.expect("the G returned"));
-        waker.join().unwrap();
-        drop(rt);
-        assert_eq!(counts.polls(), 2);
-        counts.assert_dropped_once(true);
+        main_awaits_a_g_woken_from_outside(rt);
     });
 }
