@@ -137,6 +137,11 @@ fn the_trace_of_a_pipeline_shows_each_gs_blocks_and_the_flows_between_them() {
     let ids: Vec<u64> = woke.map(|e| e["id"].as_u64().unwrap()).collect();
     assert!(!ids.is_empty(), "no wake-up of the consumer by the squarer");
     assert!(ids.iter().any(|id| finishes.contains(id)), "no flow ends in the consumer's poll");
+    // Each wake-up has an id of its own (the consumer is woken for most of its 20 values), so
+    // a viewer draws each arrow to the poll that wake-up led to.
+    let starts: Vec<u64> = events.iter().filter(|e| e["ph"] == "s").map(|e| e["id"].as_u64().unwrap()).collect();
+    let unique: std::collections::HashSet<&u64> = starts.iter().collect();
+    assert_eq!(unique.len(), starts.len(), "two wake-ups share a flow id");
 
     // Every poll is on the track of the P that ran it (tids 1 ..= max_procs), never on a
     // thread's.

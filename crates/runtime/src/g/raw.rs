@@ -182,9 +182,10 @@ pub(crate) struct Header {
     pub(crate) wait_reason: AtomicU8,
     /// The free-list size class of the block, or `u8::MAX` for a G allocated on its own.
     class: u8,
-    /// The execution trace's flow into this G's next poll (in what was padding): `FLOW_NONE`,
-    /// `FLOW_CREATED` until its first poll, else the count of the wake-up (see
-    /// [`Header::trace_unblocked`]). Only touched while a trace runs.
+    /// The execution trace's flow into this G's next poll (in what was padding): the count of
+    /// its last wake-up in the low 15 bits, and `FLOW_PENDING` while that wake-up's poll has
+    /// not begun; `FLOW_CREATED` until its first poll (see [`Header::trace_unblocked`]). Only
+    /// touched while a trace runs.
     trace_flow: AtomicU16,
     /// When the G last parked, on the runtime's coarse clock (`Shared::coarse_ms`): written
     /// only when a poll ends with the G waiting, read by the dump.
@@ -228,20 +229,22 @@ pub(crate) struct Who {
     pub(crate) location: &'static Location<'static>,
 }
 
-/// `Header::trace_flow`: no flow pending.
-const FLOW_NONE: u16 = 0;
+/// `Header::trace_flow`: a wake-up's poll has not begun yet (the flag over the count).
+const FLOW_PENDING: u16 = 0x8000;
+/// `Header::trace_flow`: the count's bits; its largest value stands for the creation.
+const FLOW_COUNT: u16 = 0x7fff;
 /// `Header::trace_flow`: created, not polled yet (the flow from its `go`).
-const FLOW_CREATED: u16 = u16::MAX;
+const FLOW_CREATED: u16 = FLOW_PENDING | FLOW_COUNT;
 
 impl Header {
     /// A trace's note that this G was made runnable: the flow id its next poll carries (its
-    /// goid and the wake-up's count, never that of its creation).
+    /// goid and the wake-up's count, 1 ..= 0x7ffe, never 0, the creation's). The count is kept
+    /// when the poll takes the flow, so that each wake-up of a G has an id of its own (32 766
+    /// in a row): restarted there, it would give all of a G's wake-ups one id, and a viewer
+    /// would draw every arrow of the G from its last wake-up.
     pub(crate) fn trace_unblocked(&self) -> u64 {
-        let n = match self.trace_flow.load(Ordering::Relaxed) {
-            n @ 1..=0xfffd => n + 1,
-            _ => 1,
-        };
-        self.trace_flow.store(n, Ordering::Relaxed);
+        let n = (self.trace_flow.load(Ordering::Relaxed) & FLOW_COUNT) % FLOW_COUNT + 1;
+        self.trace_flow.store(FLOW_PENDING | n, Ordering::Relaxed);
         self.goid << 16 | u64::from(n)
     }
 
@@ -249,10 +252,10 @@ impl Header {
     /// creation) that made the G runnable, 0 if none is pending. Written before the G was
     /// queued (`trace_unblocked`), read by the M that dequeued it: the queue orders the two.
     pub(crate) fn trace_take_flow(&self) -> u64 {
-        match self.trace_flow.swap(FLOW_NONE, Ordering::Relaxed) {
-            FLOW_NONE => 0,
+        match self.trace_flow.fetch_and(!FLOW_PENDING, Ordering::Relaxed) {
             FLOW_CREATED => self.goid << 16,
-            n => self.goid << 16 | u64::from(n),
+            n if n & FLOW_PENDING != 0 => self.goid << 16 | u64::from(n & FLOW_COUNT),
+            _ => 0,
         }
     }
 
