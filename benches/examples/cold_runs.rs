@@ -10,14 +10,14 @@
 //! for i in 1 2 3; do for s in goro-w3 may-w3 goro-w7 kanal-w7; do
 //!     target/release/examples/cold_runs $s 5; done; done
 //! ```
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::Instant;
+#[path = "../common/w7.rs"]
+mod w7;
 
 const YIELD_TASKS: usize = 200;
 const YIELDS: usize = 1_000;
-const TASKS: u64 = 4;
-const MSGS: u64 = 400_000;
 
 async fn goro_w3() {
     let left = Arc::new(AtomicUsize::new(YIELD_TASKS));
@@ -55,84 +55,12 @@ fn may_w3() {
     }
 }
 
-async fn goro_w7() {
-    let (tx, rx) = goro::chan::<u64>(0);
-    let left = Arc::new(AtomicUsize::new(2 * TASKS as usize));
-    let sum = Arc::new(AtomicU64::new(0));
-    let (done_tx, done_rx) = goro::chan::<()>(1);
-    for _ in 0..TASKS {
-        let (rx, left, sum, done) = (rx.clone(), left.clone(), sum.clone(), done_tx.clone());
-        drop(goro::go(async move {
-            let mut s = 0;
-            while let Some(v) = rx.recv().await {
-                s += v;
-            }
-            sum.fetch_add(s, Relaxed);
-            if left.fetch_sub(1, AcqRel) == 1 {
-                done.send(()).await.unwrap();
-            }
-        }));
-    }
-    drop(rx);
-    for k in 0..TASKS {
-        let (tx, left, done) = (tx.clone(), left.clone(), done_tx.clone());
-        drop(goro::go(async move {
-            for v in (k..MSGS).step_by(TASKS as usize) {
-                tx.send(v).await.unwrap();
-            }
-            drop(tx);
-            if left.fetch_sub(1, AcqRel) == 1 {
-                done.send(()).await.unwrap();
-            }
-        }));
-    }
-    drop(tx);
-    done_rx.recv().await;
-    assert_eq!(sum.load(Relaxed), MSGS * (MSGS - 1) / 2);
-}
-
-async fn kanal_w7() {
-    let (tx, rx) = kanal::bounded_async::<u64>(0);
-    let consumers: Vec<_> = (0..TASKS)
-        .map(|_| {
-            let rx = rx.clone();
-            tokio::spawn(async move {
-                let mut s = 0;
-                while let Ok(v) = rx.recv().await {
-                    s += v;
-                }
-                s
-            })
-        })
-        .collect();
-    drop(rx);
-    let producers: Vec<_> = (0..TASKS)
-        .map(|k| {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                for v in (k..MSGS).step_by(TASKS as usize) {
-                    tx.send(v).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    drop(tx);
-    for p in producers {
-        p.await.unwrap();
-    }
-    let mut sum = 0;
-    for c in consumers {
-        sum += c.await.unwrap();
-    }
-    assert_eq!(sum, MSGS * (MSGS - 1) / 2);
-}
-
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "goro-w3".into());
     let runs: usize = std::env::args().nth(2).map(|s| s.parse().unwrap()).unwrap_or(5);
     let mut out = Vec::new();
     let w3 = (YIELD_TASKS * YIELDS) as f64;
-    let w7 = MSGS as f64;
+    let w7_units = w7::MSGS as f64;
     match which.as_str() {
         "goro-w3" | "goro-w7" => {
             let rt = goro::runtime::Builder::new().max_procs(2).build().unwrap();
@@ -142,8 +70,8 @@ fn main() {
                     rt.block_on(goro_w3());
                     out.push(t0.elapsed().as_nanos() as f64 / w3);
                 } else {
-                    rt.block_on(goro_w7());
-                    out.push(t0.elapsed().as_nanos() as f64 / w7);
+                    rt.block_on(w7::goro_run());
+                    out.push(t0.elapsed().as_nanos() as f64 / w7_units);
                 }
             }
         }
@@ -160,8 +88,8 @@ fn main() {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
             for _ in 0..runs {
                 let t0 = Instant::now();
-                rt.block_on(rt.spawn(kanal_w7())).unwrap();
-                out.push(t0.elapsed().as_nanos() as f64 / w7);
+                rt.block_on(rt.spawn(w7::kanal_run())).unwrap();
+                out.push(t0.elapsed().as_nanos() as f64 / w7_units);
             }
         }
         other => panic!("cold_runs: unknown system {other} (goro-w3, may-w3, goro-w7, kanal-w7)"),

@@ -14,34 +14,18 @@
 //! cargo run --release -p goro-benches --example w7_probe -- 30          # sets of runs
 //! W7_PROFILE=goro1 perf record -g target/release/examples/w7_probe 200  # one system alone
 //! ```
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::Arc;
 use std::time::Instant;
+// Its `main` is the program run by hand.
+#[allow(dead_code)]
+#[path = "../floor/handoff_modes.rs"]
+mod handoff_modes;
+#[path = "../common/w7.rs"]
+mod w7;
+use w7::{goro_run, kanal_run, MSGS};
 
-const TASKS: u64 = 4;
-const MSGS: u64 = 400_000;
-
-/// ns per hand-over of one cache line between two threads (200_000 turns).
+/// ns per hand-over of one cache line between two threads (`floor/handoff_modes.rs`).
 fn handoff_ns() -> f64 {
-    const TURNS: u64 = 100_000;
-    let line = Arc::new(AtomicU64::new(0));
-    let t0 = Instant::now();
-    let hs: Vec<_> = (0..2)
-        .map(|k| {
-            let line = line.clone();
-            std::thread::spawn(move || {
-                for i in 0..TURNS {
-                    let mine = 2 * i + k;
-                    while line.load(Acquire) != mine {
-                        std::hint::spin_loop();
-                    }
-                    line.store(mine + 1, Release);
-                }
-            })
-        })
-        .collect();
-    hs.into_iter().for_each(|h| h.join().unwrap());
-    t0.elapsed().as_nanos() as f64 / (2 * TURNS) as f64
+    handoff_modes::sample(100_000)
 }
 
 /// CPU ns, voluntary and involuntary context switches of this process's threads whose name
@@ -67,78 +51,6 @@ fn threads(prefixes: &[&str]) -> (u64, u64, u64) {
         }
     }
     (cpu, vol, invol)
-}
-
-async fn goro_run() {
-    let (tx, rx) = goro::chan::<u64>(0);
-    let left = Arc::new(AtomicUsize::new(2 * TASKS as usize));
-    let sum = Arc::new(AtomicU64::new(0));
-    let (done_tx, done_rx) = goro::chan::<()>(1);
-    for _ in 0..TASKS {
-        let (rx, left, sum, done) = (rx.clone(), left.clone(), sum.clone(), done_tx.clone());
-        drop(goro::go(async move {
-            let mut s = 0;
-            while let Some(v) = rx.recv().await {
-                s += v;
-            }
-            sum.fetch_add(s, Relaxed);
-            if left.fetch_sub(1, AcqRel) == 1 {
-                done.send(()).await.unwrap();
-            }
-        }));
-    }
-    drop(rx);
-    for k in 0..TASKS {
-        let (tx, left, done) = (tx.clone(), left.clone(), done_tx.clone());
-        drop(goro::go(async move {
-            for v in (k..MSGS).step_by(TASKS as usize) {
-                tx.send(v).await.unwrap();
-            }
-            drop(tx);
-            if left.fetch_sub(1, AcqRel) == 1 {
-                done.send(()).await.unwrap();
-            }
-        }));
-    }
-    drop(tx);
-    done_rx.recv().await;
-    assert_eq!(sum.load(Relaxed), MSGS * (MSGS - 1) / 2);
-}
-
-async fn kanal_run() {
-    let (tx, rx) = kanal::bounded_async::<u64>(0);
-    let consumers: Vec<_> = (0..TASKS)
-        .map(|_| {
-            let rx = rx.clone();
-            tokio::spawn(async move {
-                let mut s = 0;
-                while let Ok(v) = rx.recv().await {
-                    s += v;
-                }
-                s
-            })
-        })
-        .collect();
-    drop(rx);
-    let producers: Vec<_> = (0..TASKS)
-        .map(|k| {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                for v in (k..MSGS).step_by(TASKS as usize) {
-                    tx.send(v).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    drop(tx);
-    for p in producers {
-        p.await.unwrap();
-    }
-    let mut sum = 0;
-    for c in consumers {
-        sum += c.await.unwrap();
-    }
-    assert_eq!(sum, MSGS * (MSGS - 1) / 2);
 }
 
 /// ns per message, CPU ns per message, voluntary and involuntary context switches in the run.

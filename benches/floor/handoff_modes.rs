@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn sample(turns: u64) -> f64 {
+/// ns per hand-over of the line, over `turns` turns of each thread (`examples/w7_probe.rs` takes
+/// its samples here too).
+pub fn sample(turns: u64) -> f64 {
     let line = Arc::new(AtomicU64::new(0));
     let t0 = Instant::now();
     let hs: Vec<_> = (0..2)
