@@ -236,6 +236,13 @@ const FLOW_COUNT: u16 = 0x7fff;
 /// `Header::trace_flow`: created, not polled yet (the flow from its `go`).
 const FLOW_CREATED: u16 = FLOW_PENDING | FLOW_COUNT;
 
+/// The count of the wake-up after the one `flow` (a `Header::trace_flow` word) records:
+/// 1 ..= 0x7ffe, round and round. Never `FLOW_COUNT`: over `FLOW_PENDING` that is
+/// `FLOW_CREATED`, and the poll would report the G's creation instead of the wake-up.
+fn next_flow_count(flow: u16) -> u16 {
+    (flow & FLOW_COUNT) % (FLOW_COUNT - 1) + 1
+}
+
 impl Header {
     /// A trace's note that this G was made runnable: the flow id its next poll carries (its
     /// goid and the wake-up's count, 1 ..= 0x7ffe, never 0, the creation's). The count is kept
@@ -243,7 +250,7 @@ impl Header {
     /// in a row): restarted there, it would give all of a G's wake-ups one id, and a viewer
     /// would draw every arrow of the G from its last wake-up.
     pub(crate) fn trace_unblocked(&self) -> u64 {
-        let n = (self.trace_flow.load(Ordering::Relaxed) & FLOW_COUNT) % FLOW_COUNT + 1;
+        let n = next_flow_count(self.trace_flow.load(Ordering::Relaxed));
         self.trace_flow.store(FLOW_PENDING | n, Ordering::Relaxed);
         self.goid << 16 | u64::from(n)
     }
@@ -564,5 +571,25 @@ unsafe fn dealloc<F: Future, S: Schedule>(ptr: NonNull<Header>) {
     drop(sched);
     if let Err(p) = dropped {
         std::panic::resume_unwind(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// From every word `trace_flow` can hold, the next wake-up's count is a count (1 ..=
+    /// 0x7ffe), not the creation's mark nor "none" once `FLOW_PENDING` is set over it, and
+    /// differs from the last one's: so `trace_take_flow` never reads a wake-up as the creation.
+    #[test]
+    fn each_wake_up_count_is_a_count_of_its_own() {
+        for flow in 0..=u16::MAX {
+            let n = next_flow_count(flow);
+            assert!((1..FLOW_COUNT).contains(&n), "after {flow:#x}: count {n:#x}");
+            assert_ne!(FLOW_PENDING | n, FLOW_CREATED, "after {flow:#x}: the creation's mark");
+            if flow != FLOW_CREATED {
+                assert_ne!(n, flow & FLOW_COUNT, "after {flow:#x}: the same count again");
+            }
+        }
     }
 }
