@@ -11,21 +11,28 @@
 //! - The buffer holds at most `cap` values, plus at most the values given back by receive
 //!   futures that were dropped after a sender had handed them a value ([`Inner::give_back`]).
 //! - Once `closed`, no sudog is queued on `sendq`; once `rx_gone`, none on either queue.
-//! - Once `closed`, a sudog stays queued on `recvq` only while `Chan::inflight` is not zero:
-//!   a value that left the channel for a receive future may still come back (the future is
-//!   dropped and gives it back), so the channel is not yet "closed and drained" and its
-//!   receivers wait for that value's fate. The receive that settles the last such value
-//!   ([`Chan::claim`]) releases them.
+//! - Once `closed`, a sudog stays queued on `recvq` only while a value is in flight: one that
+//!   left the channel for a receive future may still come back (the future is dropped and
+//!   gives it back), so the channel is not yet "closed and drained" and its receivers wait for
+//!   that value's fate. The receive that settles the last such value ([`Chan::claim`])
+//!   releases them.
 //!
-//! `inflight` counts the values handed to a queued receiver (`try_send`, `give_back`) and not
-//! yet returned to the user or given back; its top bit ([`INFLIGHT_CLOSED`]) mirrors `closed`.
-//! The count is raised under the lock and lowered by the receiver without it. Keeping both in
-//! one word makes the race between `close` and the last claim a pair of read-modify-writes on
-//! one atomic: `close` sets the bit and sees the count, a claim lowers the count and sees the
-//! bit, and whichever comes second in the word's order sees both, so exactly one of them (or
-//! both, harmlessly) releases the waiting receivers. A receiver that reads the count under the
-//! lock may see it stale only too high (raises happen under the lock it holds), and then the
-//! claim that lowered it to zero releases that receiver after it parked.
+//! A value is in flight from the moment a sender (or a give-back) hands it to a queued receiver
+//! until that receive returns it to its user or gives it back. Two counts tell how many are:
+//! [`Inner::handed`] counts the hand-overs, under the lock, with plain arithmetic (the sender
+//! holds the lock anyway); [`Chan::returned`] counts the values that came out again, raised by
+//! the receiver without the lock, and its low bit ([`RETURNED_CLOSED`]) mirrors `closed`. The
+//! values in flight are `handed - returned`. A hand-over thus costs the sender no atomic
+//! read-modify-write, and the receiver one.
+//!
+//! The race between `close` and the last claim is a pair of read-modify-writes on `returned`:
+//! `close` sets the bit and then compares the counts, a claim raises the count and sees the
+//! bit, and whichever comes second in the word's order sees both, so one of them (or both,
+//! harmlessly) releases the waiting receivers. A holder of the lock always sees every
+//! hand-over whose value a claim could have returned (hand-overs happen under the lock it
+//! holds), so it may find `returned` stale only too low, never a claim of a hand-over it does
+//! not see; and a claim it missed that came after the close takes the lock afterwards and
+//! releases the receiver that parked meanwhile.
 
 use crate::error::{TryRecvError, TrySendError};
 use crate::loom::{AtomicUsize, Ordering::*, RawLock, UnsafeCell};
@@ -33,8 +40,11 @@ use crate::waitq::{Sudog, WaitQueue, CLOSED, DONE};
 use std::collections::VecDeque;
 use std::task::Waker;
 
-/// The bit of `Chan::inflight` that says the channel is closed; the bits below count.
-pub(crate) const INFLIGHT_CLOSED: usize = 1 << (usize::BITS - 1);
+/// The bit of [`Chan::returned`] that says the channel is closed; the bits above count.
+pub(crate) const RETURNED_CLOSED: usize = 1;
+/// One value in [`Inner::handed`] and [`Chan::returned`]: the counts step over the closed bit
+/// and wrap together, so their difference stays exact past any number of values.
+const ONE: usize = 2;
 
 pub(crate) struct Chan<T> {
     /// Not padded: everything it guards is read right after taking it, so lock word and state
@@ -46,9 +56,10 @@ pub(crate) struct Chan<T> {
     pub(crate) senders: AtomicUsize,
     /// Live `Receiver` handles; when the last one goes, sends fail and return their value.
     pub(crate) receivers: AtomicUsize,
-    /// Values out of the channel that a receive future may still give back, and
-    /// [`INFLIGHT_CLOSED`] once closed (module docs).
-    pub(crate) inflight: AtomicUsize,
+    /// Values handed to receive futures that came out again (returned to the user, or given
+    /// back into the buffer), in steps of two, and [`RETURNED_CLOSED`] once closed (module
+    /// docs).
+    pub(crate) returned: AtomicUsize,
     /// The synctest bubble the channel was made in (0: none), whose Gs alone may use it.
     pub(crate) bubble: u64,
     /// Under loom the lock order must not depend on where the allocator put the channels (a
@@ -65,6 +76,8 @@ unsafe impl<T: Send> Sync for Chan<T> {}
 pub(crate) struct Inner<T> {
     buf: VecDeque<T>,
     cap: usize,
+    /// Values handed to receive futures, in steps of two (module docs).
+    handed: usize,
     pub(crate) closed: bool,
     pub(crate) rx_gone: bool,
     pub(crate) recvq: WaitQueue<T>,
@@ -84,6 +97,7 @@ impl<T> Chan<T> {
                 // The ring never grows past `cap` (Go allocates `cap` slots up front).
                 buf: VecDeque::with_capacity(cap),
                 cap,
+                handed: 0,
                 closed: false,
                 rx_gone: false,
                 recvq: WaitQueue::new(),
@@ -92,7 +106,7 @@ impl<T> Chan<T> {
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
-            inflight: AtomicUsize::new(0),
+            returned: AtomicUsize::new(0),
             bubble: goro_runtime::__private::synctest::tag(),
             #[cfg(loom)]
             id: {
@@ -153,7 +167,7 @@ impl<T> Chan<T> {
     /// receivers that were waiting for its fate (module docs).
     #[inline]
     pub(crate) fn claim(&self) {
-        if self.inflight.fetch_sub(1, AcqRel) == INFLIGHT_CLOSED | 1 {
+        if self.returned.fetch_add(ONE, AcqRel) & RETURNED_CLOSED != 0 {
             self.release_waiting_receivers();
         }
     }
@@ -161,7 +175,7 @@ impl<T> Chan<T> {
     #[cold]
     fn release_waiting_receivers(&self) {
         let mut wake = Vec::new();
-        self.lock().release_recv_if_drained(&self.inflight, &mut wake);
+        self.lock().release_recv_if_drained(&self.returned, &mut wake);
         wake_all(wake);
     }
 
@@ -215,6 +229,13 @@ impl<T> Inner<T> {
         self.buf.len()
     }
 
+    /// Whether a value handed to a receive future may still come back (module docs).
+    /// `returned` is the channel's.
+    #[inline]
+    fn in_flight(&self, returned: &AtomicUsize) -> bool {
+        self.handed != returned.load(Acquire) & !RETURNED_CLOSED
+    }
+
     /// The common case of a send, inlined into the send future's poll: nobody is waiting to
     /// receive, the channel is open and the buffer has room. `Err(v)` means "take the full
     /// path" ([`try_send`](Self::try_send)), not that the send failed.
@@ -240,9 +261,8 @@ impl<T> Inner<T> {
     }
 
     /// Go's `chansend` without blocking: hand `v` to a waiting receiver, else buffer it. On
-    /// success returns the waker of the receiver to wake once the lock is released. `inflight`
-    /// is the channel's count (module docs).
-    pub(crate) fn try_send(&mut self, v: T, inflight: &AtomicUsize) -> Result<Option<Waker>, TrySendError<T>> {
+    /// success returns the waker of the receiver to wake once the lock is released.
+    pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Waker>, TrySendError<T>> {
         if self.closed || self.rx_gone {
             return Err(TrySendError::Closed(v));
         }
@@ -252,8 +272,8 @@ impl<T> Inner<T> {
             // Straight into the receiver's slot: no trip through the buffer.
             // SAFETY: the dequeued sudog is ours until we publish its state.
             unsafe { rg.put_elem(v) };
-            // Before DONE is published: the receiver's claim must find it counted.
-            inflight.fetch_add(1, AcqRel);
+            // In flight until the receiver claims it (module docs).
+            self.handed = self.handed.wrapping_add(ONE);
             rg.state.store(DONE, Release);
             return Ok(waker);
         }
@@ -267,8 +287,9 @@ impl<T> Inner<T> {
     /// Go's `chanrecv` without blocking. With a full buffer and a waiting sender, takes the
     /// head and moves the sender's value into the freed tail slot (FIFO kept); with no buffer,
     /// takes the sender's value directly. A closed channel with values still in flight is
-    /// `Empty`, not `Closed`: one of them may come back (module docs).
-    pub(crate) fn try_recv(&mut self, inflight: &AtomicUsize) -> Result<(T, Option<Waker>), TryRecvError> {
+    /// `Empty`, not `Closed`: one of them may come back (module docs). `returned` is the
+    /// channel's.
+    pub(crate) fn try_recv(&mut self, returned: &AtomicUsize) -> Result<(T, Option<Waker>), TryRecvError> {
         if let Some(v) = self.buf.pop_front() {
             let mut waker = None;
             if self.buf.len() < self.cap {
@@ -291,7 +312,7 @@ impl<T> Inner<T> {
             sg.state.store(DONE, Release);
             return Ok((v, w));
         }
-        if self.closed && inflight.load(Acquire) & !INFLIGHT_CLOSED == 0 {
+        if self.closed && !self.in_flight(returned) {
             return Err(TryRecvError::Closed);
         }
         Err(TryRecvError::Empty)
@@ -299,18 +320,19 @@ impl<T> Inner<T> {
 
     /// Go's `closechan`: `false` if already closed. Every blocked sender is woken with its
     /// value back, every blocked receiver with `None` unless values are still in flight (then
-    /// the last claim releases them); their wakers go to `wake`. `inflight` is the channel's
+    /// the last claim releases them); their wakers go to `wake`. `returned` is the channel's
     /// (module docs).
-    pub(crate) fn close(&mut self, wake: &mut Vec<Waker>, inflight: &AtomicUsize) -> bool {
+    pub(crate) fn close(&mut self, wake: &mut Vec<Waker>, returned: &AtomicUsize) -> bool {
         if self.closed {
             return false;
         }
         self.closed = true;
         // Receivers first, as Go's `closechan` (a select waiting to both send and receive on
         // this channel then fires its receive).
-        if inflight.fetch_or(INFLIGHT_CLOSED, AcqRel) == 0 {
-            self.release_recv_if_drained(inflight, wake);
-        }
+        // A read-modify-write, not a store: it must not lose a claim's raise, and it orders
+        // this close against every claim (module docs).
+        returned.fetch_or(RETURNED_CLOSED, AcqRel);
+        self.release_recv_if_drained(returned, wake);
         // SAFETY: we hold the lock; each drained sudog is ours until its state is set.
         unsafe {
             self.sendq.drain(|sg, w| {
@@ -322,8 +344,8 @@ impl<T> Inner<T> {
     }
 
     /// Closed, nothing buffered, nothing in flight: every waiting receiver gets `None`.
-    pub(crate) fn release_recv_if_drained(&mut self, inflight: &AtomicUsize, wake: &mut Vec<Waker>) {
-        if !self.closed || !self.buf.is_empty() || inflight.load(Acquire) & !INFLIGHT_CLOSED != 0 {
+    pub(crate) fn release_recv_if_drained(&mut self, returned: &AtomicUsize, wake: &mut Vec<Waker>) {
+        if !self.closed || !self.buf.is_empty() || self.in_flight(returned) {
             return;
         }
         // SAFETY: we hold the lock; each drained sudog is ours until its state is set.
@@ -365,14 +387,14 @@ impl<T> Inner<T> {
     /// buffer (it was the oldest value), so nothing is lost. `counted`: `v` was in flight (it
     /// was handed to the receive, see the module docs), and stops being so unless it is handed
     /// on.
-    pub(crate) fn give_back(&mut self, v: T, counted: bool, inflight: &AtomicUsize) -> Option<Waker> {
+    pub(crate) fn give_back(&mut self, v: T, counted: bool) -> Option<Waker> {
         if !self.rx_gone {
             // SAFETY: we hold the lock.
             if let Some((rg, w)) = unsafe { self.recvq.dequeue() } {
                 // SAFETY: the dequeued sudog is ours until we publish its state.
                 unsafe { rg.put_elem(v) };
                 if !counted {
-                    inflight.fetch_add(1, AcqRel);
+                    self.handed = self.handed.wrapping_add(ONE);
                 }
                 rg.state.store(DONE, Release);
                 return w;
@@ -382,7 +404,8 @@ impl<T> Inner<T> {
         // closed channel were all dequeued above, so nothing is left to release.
         self.buf.push_front(v);
         if counted {
-            inflight.fetch_sub(1, AcqRel);
+            // Out of flight without a claim: the hand-over is undone where it was counted.
+            self.handed = self.handed.wrapping_sub(ONE);
         }
         None
     }

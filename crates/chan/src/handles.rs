@@ -116,7 +116,7 @@ impl<T> Sender<T> {
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
         self.chan.check_bubble();
-        let w = self.chan.lock().try_send(value, &self.chan.inflight)?;
+        let w = self.chan.lock().try_send(value)?;
         if let Some(w) = w {
             w.wake();
         }
@@ -235,7 +235,7 @@ impl<T> Sender<T> {
 
 fn close<T>(chan: &Chan<T>) -> bool {
     let mut wake = Vec::new();
-    let closed = chan.lock().close(&mut wake, &chan.inflight);
+    let closed = chan.lock().close(&mut wake, &chan.returned);
     wake_all(wake);
     closed
 }
@@ -270,7 +270,7 @@ impl<T> Receiver<T> {
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.chan.check_bubble();
-        let (v, w) = self.chan.lock().try_recv(&self.chan.inflight)?;
+        let (v, w) = self.chan.lock().try_recv(&self.chan.returned)?;
         if let Some(w) = w {
             w.wake();
         }

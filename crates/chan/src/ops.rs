@@ -143,7 +143,7 @@ impl<T> RecvOp<T> {
     #[inline(never)]
     unsafe fn poll_locked(&mut self, mut g: Guard<'_, T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let chan = g.chan();
-        match g.try_recv(&chan.inflight) {
+        match g.try_recv(&chan.returned) {
             Ok((v, w)) => {
                 drop(g);
                 if let Some(w) = w {
@@ -219,7 +219,7 @@ impl<T> RecvOp<T> {
             // Settled but never returned: a value handed to us goes back.
             // SAFETY: settled: the slot is ours.
             if let Some(v) = unsafe { sg.take_elem() } {
-                let w = chan.lock().give_back(v, true, &chan.inflight);
+                let w = chan.lock().give_back(v, true);
                 if let Some(w) = w {
                     w.wake();
                 }
@@ -309,8 +309,7 @@ impl<T> SendOp<T> {
         v: T,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        let chan = g.chan();
-        match g.try_send(v, &chan.inflight) {
+        match g.try_send(v) {
             Ok(w) => {
                 drop(g);
                 if let Some(w) = w {

@@ -107,7 +107,7 @@ pub struct RecvCase<'a, T> {
     armed: AtomicBool,
     result: UnsafeCell<Option<Option<T>>>,
     /// `result` holds a value a sender handed to the sudog, which counts as in flight on the
-    /// channel until it is taken or given back (see `Chan::inflight`).
+    /// channel until it is taken or given back (see `Chan::returned`).
     counted: AtomicBool,
 }
 
@@ -191,7 +191,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
     unsafe fn try_complete(&self, wake: &mut Option<Waker>) -> bool {
         let Some(c) = self.chan else { return false };
         // SAFETY: caller holds the lock; this is the only live `&mut Inner` of the channel.
-        match unsafe { c.inner_locked() }.try_recv(&c.inflight) {
+        match unsafe { c.inner_locked() }.try_recv(&c.returned) {
             Ok((v, w)) => {
                 *wake = w;
                 self.set_result(Some(v));
@@ -228,7 +228,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
         // The peer settled the sudog under the lock we hold now.
         let v = match self.sudog.state.load(Acquire) {
             DONE => {
-                // Handed by a peer: in flight until `take` or a give-back (`Chan::inflight`).
+                // Handed by a peer: in flight until `take` or a give-back (`Chan::returned`).
                 self.counted.store(true, Relaxed);
                 // SAFETY: settled: the slot is ours.
                 Some(unsafe { self.sudog.take_elem() }.expect("a completed receive holds its value"))
@@ -244,7 +244,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
         let v = self.result.with_mut(|r| unsafe { (*r).take() }).flatten();
         if let (Some(v), Some(c)) = (v, self.chan) {
             // SAFETY: caller holds the lock.
-            *wake = unsafe { c.inner_locked() }.give_back(v, self.counted.swap(false, Relaxed), &c.inflight);
+            *wake = unsafe { c.inner_locked() }.give_back(v, self.counted.swap(false, Relaxed));
         }
     }
 }
@@ -282,12 +282,12 @@ impl<T> RecvCase<'_, T> {
                 if self.sudog.state.load(Acquire) == DONE {
                     // Won by a peer but never observed (the select future was leaked).
                     if let Some(v) = self.sudog.take_elem() {
-                        wake.extend(c.inner_locked().give_back(v, true, &c.inflight));
+                        wake.extend(c.inner_locked().give_back(v, true));
                     }
                 }
             }
             if let Some(v) = unreturned {
-                wake.extend(c.inner_locked().give_back(v, self.counted.swap(false, Relaxed), &c.inflight));
+                wake.extend(c.inner_locked().give_back(v, self.counted.swap(false, Relaxed)));
             }
             c.raw_unlock();
         }
@@ -391,7 +391,7 @@ impl<T: Send> Case for SendCase<'_, T> {
         let Some(c) = self.chan else { return false };
         let v = self.take_value().expect("goro: send case without its value");
         // SAFETY: caller holds the lock.
-        match unsafe { c.inner_locked() }.try_send(v, &c.inflight) {
+        match unsafe { c.inner_locked() }.try_send(v) {
             Ok(w) => {
                 *wake = w;
                 self.set_result(Ok(()));
