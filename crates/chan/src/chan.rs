@@ -47,8 +47,10 @@ pub(crate) const RETURNED_CLOSED: usize = 1;
 const ONE: usize = 2;
 
 pub(crate) struct Chan<T> {
-    /// Not padded: everything it guards is read right after taking it, so lock word and state
-    /// sharing a cache line saves a miss per operation.
+    /// Where the compiler puts it: after the state it guards (offset 128 of 136 for a
+    /// `Chan<u64>`), so with the `Arc`'s counts the channel spans three cache lines. Packing
+    /// the lock and every field an operation writes into one line (`repr(C, align(64))`)
+    /// was no faster on W7 in alternated runs (benches/results/2026-12-07-66bff7a-chan-returned.md).
     lock: RawLock,
     inner: UnsafeCell<Inner<T>>,
     pub(crate) cap: usize,
@@ -163,8 +165,9 @@ impl<T> Chan<T> {
     }
 
     /// A receive returned to its user a value that was in flight (handed to it by a sender,
-    /// or given back to it). The last such value out of a closed channel releases the
-    /// receivers that were waiting for its fate (module docs).
+    /// or given back to it). A claim after the close takes the lock to see whether its value
+    /// was the last in flight; the last one releases the receivers that were waiting for its
+    /// fate (module docs).
     #[inline]
     pub(crate) fn claim(&self) {
         if self.returned.fetch_add(ONE, AcqRel) & RETURNED_CLOSED != 0 {
