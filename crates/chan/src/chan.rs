@@ -48,9 +48,10 @@ const ONE: usize = 2;
 
 pub(crate) struct Chan<T> {
     /// Where the compiler puts it: after the state it guards (offset 128 of 136 for a
-    /// `Chan<u64>`), so with the `Arc`'s counts the channel spans three cache lines. Packing
-    /// the lock and every field an operation writes into one line (`repr(C, align(64))`)
-    /// was no faster on W7 in alternated runs (benches/results/2026-12-07-66bff7a-chan-returned.md).
+    /// `Chan<u64>`), so with the `Arc`'s counts the channel spans at least three cache lines.
+    /// Packing the lock and every field an operation writes into one line
+    /// (`repr(C, align(64))`) was no faster on W7 in alternated runs
+    /// (benches/results/2026-12-07-66bff7a-chan-returned.md).
     lock: RawLock,
     inner: UnsafeCell<Inner<T>>,
     pub(crate) cap: usize,
@@ -436,5 +437,32 @@ impl<T> Inner<T> {
 pub(crate) fn wake_all(list: Vec<Waker>) {
     for w in list {
         w.wake();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Chan, ONE};
+    use crate::error::TryRecvError;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// The two counts of values in flight wrap past `usize::MAX` together: a hand-over and its
+    /// claim across the wrap leave nothing in flight, and the closed channel then reports
+    /// itself drained.
+    #[test]
+    fn in_flight_counts_wrap_together() {
+        let c = Chan::<u32>::new(0);
+        let start = usize::MAX - 1; // the last even count: the closed bit clear
+        c.returned.store(start, Relaxed);
+        c.lock().handed = start;
+        // A hand-over, counted as `try_send` counts it: across the wrap.
+        c.lock().handed = start.wrapping_add(ONE);
+        assert!(c.lock().in_flight(&c.returned));
+        let mut wake = Vec::new();
+        assert!(c.lock().close(&mut wake, &c.returned));
+        assert_eq!(c.lock().try_recv(&c.returned).err(), Some(TryRecvError::Empty), "a value is still in flight");
+        c.claim();
+        assert!(!c.lock().in_flight(&c.returned));
+        assert_eq!(c.lock().try_recv(&c.returned).err(), Some(TryRecvError::Closed));
     }
 }
