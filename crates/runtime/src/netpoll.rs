@@ -108,6 +108,16 @@ impl ScheduledIo {
         }
     }
 
+    /// Takes `w` back out of direction `dir`'s slot if the slot still holds it (an event may
+    /// have taken it already, and counted it then).
+    fn withdraw_waker(&self, dir: usize, w: &Waker) -> Option<Waker> {
+        let mut ws = self.waiters.lock();
+        match &ws[dir] {
+            Some(old) if old.will_wake(w) => ws[dir].take(),
+            _ => None,
+        }
+    }
+
     /// Takes every registered waker (the source is going away); returns how many there were.
     pub(crate) fn take_wakers(&self, out: &mut Vec<Waker>) -> usize {
         let mut ws = self.waiters.lock();
@@ -430,7 +440,16 @@ impl Netpoll {
         }
         match io.ready_in(mask) {
             Ok(None) => Poll::Pending,
-            Ok(Some(r)) => Poll::Ready(Ok(r)),
+            Ok(Some(r)) => {
+                // Ready after all: the G does not wait. Take its waker back, or the count
+                // (Go's `netpollWaiters`, which counts parked Gs) says it waits until the next
+                // event in this direction, and the slot keeps a reference on a G that moved on.
+                if let Some(ours) = io.withdraw_waker(dir, w) {
+                    self.sub_waiters(1);
+                    drop(ours); // outside the lock, as below
+                }
+                Poll::Ready(Ok(r))
+            }
             Err(Gone) => {
                 // Nothing will take the waker out of the slot now: empty it rather than keep
                 // it (and what it holds) until the source is dropped. The shutdown may have

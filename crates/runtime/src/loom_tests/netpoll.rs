@@ -128,3 +128,36 @@ fn loom_netpoll_stale_poll_keeps_a_claim() {
         drop(seen);
     });
 }
+
+/// A task polls a source for reading while the poller delivers a readable event to it (as
+/// `Netpoll::poll` does: `deliver`, then the count of the wakers it took): whether the task
+/// saw the event on its first look, on its second look after registering its waker, or
+/// waits and is woken, no waiter is left counted and no waker left in the slot afterwards
+/// (`io_waiters` counts Gs that wait, as Go's `netpollWaiters` does).
+#[test]
+fn loom_netpoll_poll_ready_vs_event() {
+    model(|| {
+        let np = Arc::new(Netpoll::new().unwrap());
+        let io = StdArc::new(ScheduledIo::new());
+        np.add(&io).unwrap();
+        let poller = {
+            let (np, io) = (np.clone(), io.clone());
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                let n = io.deliver(READABLE, &mut out);
+                np.sub_waiters(n);
+                out.into_iter().for_each(std::task::Waker::wake);
+            })
+        };
+        let (flag, waker) = Flag::new();
+        let first = np.poll_ready(&io, READ, READ_MASK, &waker);
+        poller.join().unwrap();
+        match first {
+            Poll::Ready(Ok((bits, _))) => assert_eq!(bits, READABLE),
+            Poll::Pending => assert!(flag.woken(), "a waiting task was not woken by the event"),
+            Poll::Ready(Err(Gone)) => panic!("no shutdown happened"),
+        }
+        assert_eq!(np.waiters(), 0, "a task that does not wait is counted as waiting");
+        assert_eq!(io.take_wakers(&mut Vec::new()), 0, "a waker was left in the slot");
+    });
+}
