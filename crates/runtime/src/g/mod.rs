@@ -20,7 +20,7 @@ pub use raw::{WaitReason, HEADER_SIZE};
 use crate::loom::Ordering::Relaxed;
 use crate::trace::Stop;
 use raw::Header;
-use state::{ToIdle, ToRunning};
+use state::{RunRef, ToIdle, ToRunning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -85,15 +85,23 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     if traced {
         crate::trace::go_start(goid, h.location, h.trace_take_flow());
     }
-    // SAFETY: the M polling holds a reference for the whole poll.
+    // SAFETY: the M polling holds a reference for the whole poll, or lends it to a clone of
+    // this waker, and then the list's reference keeps the G alive while it is RUNNING (see
+    // `waker`).
     let waker = unsafe { waker::borrowed_waker(g) };
+    let polling = waker::Polling::begin(g);
     // SAFETY: RUNNING is ours.
     let ready = unsafe { (h.vtable.poll)(g, &waker) };
+    let (run_ref, self_wake) = polling.end();
     if ready {
         if traced {
             crate::trace::go_stop(goid, Stop::Exit, "");
         }
-        // SAFETY: as above.
+        if run_ref == RunRef::Lent {
+            // `complete` drops the M's reference: take back the one a waker kept.
+            h.state.ref_inc();
+        }
+        // SAFETY: as above, and the M holds a reference again.
         unsafe { complete(g, true) };
         return None;
     }
@@ -107,7 +115,7 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
             crate::trace::go_stop(goid, how, why);
         }
     };
-    match h.state.transition_to_idle() {
+    match h.state.transition_to_idle(run_ref, self_wake) {
         ToIdle::Idle => {
             stop(Stop::Block, raw::WaitReason::from_u8(reason).as_str());
             None
@@ -118,6 +126,10 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
         }
         ToIdle::Cancel => {
             stop(Stop::Exit, "");
+            if run_ref == RunRef::Lent {
+                // As for a completion: `complete` drops the M's reference.
+                h.state.ref_inc();
+            }
             // SAFETY: still RUNNING, ours.
             unsafe { (h.vtable.cancel)(g) };
             // SAFETY: as above.
@@ -224,5 +236,74 @@ pub(crate) unsafe fn drop_ref(g: GPtr) {
     if h.state.ref_dec(1) {
         // SAFETY: that was the last reference.
         unsafe { (h.vtable.dealloc)(g) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    /// A future that does to its own waker, in its polls, all a future may: clones (the first
+    /// takes over the M's reference), a clone of a clone, a drop of the first clone, a wake by
+    /// reference of itself (the note on the polling thread), a wake by value from another
+    /// thread racing the poll's end, a nested runtime's G polled in the middle of its poll, and
+    /// a completion while a clone is still alive (its output).
+    struct OwnWaker {
+        polls: usize,
+        inner: Arc<crate::Runtime>,
+    }
+
+    impl Future for OwnWaker {
+        type Output = Waker;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waker> {
+            self.polls += 1;
+            match self.polls {
+                1 => {
+                    let first = cx.waker().clone();
+                    // Another G polled on this thread, inside this poll: its clones and wakes
+                    // are its own.
+                    self.inner.block_on(async {
+                        crate::go(async { crate::yield_now().await }).await.unwrap();
+                    });
+                    let second = first.clone();
+                    drop(first);
+                    cx.waker().wake_by_ref();
+                    drop(second);
+                    Poll::Pending
+                }
+                2 => {
+                    let w = cx.waker().clone();
+                    std::thread::spawn(move || w.wake());
+                    Poll::Pending
+                }
+                _ => Poll::Ready(cx.waker().clone()),
+            }
+        }
+    }
+
+    /// Whatever a G does to its own waker during a poll, every reference is released when it
+    /// is done (the runtime's count of the G is given back) and none twice (a debug build
+    /// checks the count on every release).
+    #[test]
+    fn a_gs_own_waker_used_in_its_poll_keeps_the_count() {
+        let rt = crate::Builder::new().max_procs(2).build().unwrap();
+        let inner = Arc::new(crate::Builder::new().max_procs(1).build().unwrap());
+        let states = [rt.shared().clone(), inner.shared().clone()];
+        rt.block_on(async {
+            for _ in 0..200 {
+                let w = crate::go(OwnWaker { polls: 0, inner: inner.clone() }).await.unwrap();
+                // A wake after completion does nothing, and drops the clone's reference.
+                w.wake();
+            }
+        });
+        drop(inner);
+        drop(rt);
+        for sh in &states {
+            assert_eq!(Arc::strong_count(sh), 1, "a G was never freed");
+        }
     }
 }

@@ -105,12 +105,30 @@ pub(crate) enum ToRunning {
 /// What an M must do after a poll returned `Pending`.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ToIdle {
-    /// The G waits; the M's reference was dropped.
+    /// The G waits; the M's reference was dropped (or stays lent to a waker).
     Idle,
     /// It was woken during the poll: re-queue it (the M's reference goes with it).
     Requeue,
-    /// It was aborted during the poll: drop its future now (the M keeps its reference).
+    /// It was aborted during the poll: drop its future now (the M keeps its reference, and
+    /// must take one back if it lent it).
     Cancel,
+}
+
+/// What a G's poll did with the M's reference on it (see [`waker`](super::waker)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunRef {
+    /// The M still holds it.
+    Kept,
+    /// A clone of the G's waker holds it now.
+    Lent,
+}
+
+/// Whether the G woke itself by reference during its poll, a wake noted on the polling thread
+/// (see [`waker`](super::waker)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SelfWake {
+    No,
+    Yes,
 }
 
 /// What a waker must do.
@@ -158,18 +176,30 @@ impl State {
         .1
     }
 
-    /// Called after a `Pending` poll.
-    pub(crate) fn transition_to_idle(&self) -> ToIdle {
+    /// Called after a `Pending` poll, with what the poll did with the M's reference and its
+    /// own wakes (see [`waker`](super::waker)). A reference lent to a waker stays the waker's:
+    /// the M then drops none when the G waits, and takes one back in the same CAS to re-queue
+    /// it, or with [`ref_inc`](Self::ref_inc) to cancel it. A wake the G noted of itself sets
+    /// `NOTIFIED` here.
+    pub(crate) fn transition_to_idle(&self, run_ref: RunRef, wake: SelfWake) -> ToIdle {
         self.update(|s| {
             debug_assert!(s.is_running());
             if s.is_cancelled() {
                 return (None, ToIdle::Cancel);
             }
-            if s.is_notified() {
-                return (Some(s.0 & !RUNNING), ToIdle::Requeue);
+            let idle = s.0 & !RUNNING;
+            if s.is_notified() || wake == SelfWake::Yes {
+                let requeued = idle | NOTIFIED;
+                return match run_ref {
+                    RunRef::Kept => (Some(requeued), ToIdle::Requeue),
+                    RunRef::Lent => (Some(requeued + REF_ONE), ToIdle::Requeue),
+                };
             }
-            debug_assert!(s.ref_count() >= 2, "the all-Gs list holds a reference");
-            (Some((s.0 & !RUNNING) - REF_ONE), ToIdle::Idle)
+            debug_assert!(s.ref_count() >= 2 || run_ref == RunRef::Lent, "the all-Gs list holds a reference");
+            match run_ref {
+                RunRef::Kept => (Some(idle - REF_ONE), ToIdle::Idle),
+                RunRef::Lent => (Some(idle), ToIdle::Idle),
+            }
         })
         .1
     }

@@ -4,9 +4,28 @@
 //! [`state`](super::state): only the wake that finds the G waiting enqueues it, through its
 //! scheduler's `ready` (Go's `goready`; see [`Schedule`](super::Schedule)), which puts it in the
 //! current P's `runnext` when the waker runs on an M of the G's own runtime.
+//!
+//! Two things a G does to its own waker during its poll are noted on the polling thread
+//! ([`Polling`]) instead of in the state word. Go's runtime does neither step below at all: a
+//! parked G is a pointer its waiter holds, kept alive by the collector, and `Gosched` puts the
+//! running G on the global queue without touching another word.
+//! - **The first clone lends the M's reference.** A G that parks clones its waker (the
+//!   channel's `sudog` keeps the clone) and the poll's end then drops the reference the M held
+//!   for the poll: two read-modify-writes of the state word to hand one reference from the M to
+//!   the waiter. The first clone made on the polling thread takes the M's reference over
+//!   instead, and the poll's end leaves the count alone ([`RunRef::Lent`]). The M needs no
+//!   reference to finish its work on the G meanwhile: while the G is `RUNNING` the all-Gs
+//!   list's reference keeps it allocated, and only the M that runs it drops that one
+//!   (`complete`). If the G finishes, is cancelled or is re-queued instead, the M takes a
+//!   reference again in the transition that needs it.
+//! - **A wake by reference of the running G is a note.** `yield_now` (and any future that
+//!   wakes itself by reference before it returns `Pending`) sets [`SelfWake::Yes`], and the
+//!   poll's end sets `NOTIFIED` in the one transition it makes anyway, instead of a CAS of its
+//!   own during the poll. A wake from any other thread, or by value, takes the state word's path.
 
 use super::raw::Header;
-use super::state::ToNotified;
+use super::state::{RunRef, SelfWake, ToNotified};
+use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -31,12 +50,85 @@ unsafe fn g_of<'a>(data: *const ()) -> (NonNull<Header>, &'a Header) {
     }
 }
 
+/// `Polling`'s word: the polled G's header address (a G starts on a cache line of its own, so
+/// its low bits are free) and these two flags.
+const LENT: usize = 1 << 0;
+const SELF_WOKEN: usize = 1 << 1;
+const FLAGS: usize = LENT | SELF_WOKEN;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static POLLING: Cell<usize> = Cell::new(0);
+}
+
+/// The G this thread polls, from [`Polling::begin`] to [`Polling::end`]: what the waker's
+/// functions look at to tell a clone or a wake of the polled G on its own thread (see the
+/// module docs). A poll inside a poll (a `block_on` of another runtime inside a G) saves the
+/// outer record and puts it back.
+#[must_use = "a poll's record must be ended"]
+pub(crate) struct Polling {
+    /// The record this one replaced; `None` if the thread-local is gone (the thread is
+    /// exiting), and then nothing is noted and the poll takes the state word's paths.
+    outer: Option<usize>,
+}
+
+impl Polling {
+    /// Called by the M that moved `g` to `RUNNING`, just before it polls it, holding the run
+    /// queue's reference.
+    #[inline]
+    pub(crate) fn begin(g: NonNull<Header>) -> Polling {
+        let addr = g.as_ptr() as usize;
+        debug_assert_eq!(addr & FLAGS, 0, "goro: a G's header is not aligned");
+        Polling { outer: POLLING.try_with(|p| p.replace(addr)).ok() }
+    }
+
+    /// Called as soon as the poll returns: what it did with the M's reference and its own
+    /// wakes. The poll (`Vtable::poll`) catches a panic, so this always runs.
+    #[inline]
+    pub(crate) fn end(self) -> (RunRef, SelfWake) {
+        let Some(outer) = self.outer else {
+            return (RunRef::Kept, SelfWake::No);
+        };
+        let word = POLLING.try_with(|p| p.replace(outer)).unwrap_or(0);
+        let run_ref = if word & LENT != 0 { RunRef::Lent } else { RunRef::Kept };
+        let wake = if word & SELF_WOKEN != 0 { SelfWake::Yes } else { SelfWake::No };
+        (run_ref, wake)
+    }
+}
+
+/// Sets `flag` in this thread's poll record if it records the poll of the G at `data`, and
+/// returns the word as it was there (0 if it records another G, or the thread-local is gone).
+#[inline]
+fn note_own(data: *const (), flag: usize) -> usize {
+    POLLING
+        .try_with(|p| {
+            let word = p.get();
+            if word & !FLAGS != data as usize {
+                return 0;
+            }
+            p.set(word | flag);
+            word
+        })
+        .unwrap_or(0)
+}
+
 /// # Safety (all four)
-/// `data` is the header of a live G on which the waker holds a reference.
+/// `data` is the header of a live G on which the waker holds a reference; or the waker is the
+/// one its poll was given (`borrowed_waker`), used during that poll, whose reference may be
+/// lent to a clone by now: the G is then `RUNNING`, and the all-Gs list's reference keeps it.
 unsafe fn clone(data: *const ()) -> RawWaker {
-    // SAFETY: see above.
-    let (_, header) = unsafe { g_of(data) };
-    header.state.ref_inc();
+    // The first clone of the polled G's waker on its thread takes the M's reference over: the
+    // word recorded the G with the M's reference still unlent.
+    let word = note_own(data, LENT);
+    if word == 0 || word & LENT != 0 {
+        // SAFETY: see above.
+        let (_, header) = unsafe { g_of(data) };
+        header.state.ref_inc();
+    }
     RawWaker::new(data, &VTABLE)
 }
 
@@ -55,6 +147,10 @@ unsafe fn wake(data: *const ()) {
 }
 
 unsafe fn wake_by_ref(data: *const ()) {
+    if note_own(data, SELF_WOKEN) != 0 {
+        // The G wakes itself while it runs: the poll's end re-queues it.
+        return;
+    }
     // SAFETY: see above: the waker's reference keeps the G alive.
     let (ptr, header) = unsafe { g_of(data) };
     if header.state.transition_to_notified_by_ref() == ToNotified::Submit {

@@ -103,8 +103,9 @@ pub(super) struct Counts {
     pub(super) polls: AtomicUsize,
     pub(super) fut_drops: AtomicUsize,
     pub(super) out_drops: AtomicUsize,
-    /// Clones of the G's waker, taken by the future during its first poll.
-    stash: Mutex<Vec<Waker>>,
+    /// Clones of the G's waker, taken by the future during its first poll; `None` once
+    /// [`close_stash`](Counts::close_stash) said that no poll will fill it any more.
+    stash: Mutex<Option<Vec<Waker>>>,
     stashed: Condvar,
 }
 
@@ -114,13 +115,20 @@ impl Counts {
             polls: AtomicUsize::new(0),
             fut_drops: AtomicUsize::new(0),
             out_drops: AtomicUsize::new(0),
-            stash: Mutex::new(Vec::new()),
+            stash: Mutex::new(Some(Vec::new())),
             stashed: Condvar::new(),
         })
     }
 
     pub(super) fn polls(&self) -> usize {
         self.polls.load(SeqCst)
+    }
+
+    /// No poll will stash a waker any more: wakes [`take_stashed_or_none`] (the wakers stashed
+    /// meanwhile are dropped here).
+    pub(super) fn close_stash(&self) {
+        drop(self.stash.lock().unwrap().take());
+        self.stashed.notify_all();
     }
 
     /// Checks the drop counts: the future exactly once, the output once if it was produced.
@@ -137,20 +145,25 @@ pub(super) struct Script {
     stash: usize,
     /// The poll (0-based) that returns `Ready`; `None`: always `Pending`.
     ready_at: Option<usize>,
+    /// Whether the first poll wakes the G by reference (as `yield_now` does) after stashing.
+    wake_self: bool,
 }
 
 /// First poll: stashes a waker and returns Pending; every later poll: Pending, forever.
-pub(super) const STASH_FOREVER: Script = Script { stash: 1, ready_at: None };
+pub(super) const STASH_FOREVER: Script = Script { stash: 1, ready_at: None, wake_self: false };
 /// Ready at the first poll.
-pub(super) const READY: Script = Script { stash: 0, ready_at: Some(0) };
+pub(super) const READY: Script = Script { stash: 0, ready_at: Some(0), wake_self: false };
 /// Pending forever, and never wakes itself.
-pub(super) const PENDING: Script = Script { stash: 0, ready_at: None };
+pub(super) const PENDING: Script = Script { stash: 0, ready_at: None, wake_self: false };
 /// First poll: stashes a waker and returns Pending; second poll: Ready.
-pub(super) const STASH_THEN_READY: Script = Script { stash: 1, ready_at: Some(1) };
+pub(super) const STASH_THEN_READY: Script = Script { stash: 1, ready_at: Some(1), wake_self: false };
 /// First poll: stashes a waker and returns Ready (the waker outlives the future).
-const STASH_AND_READY: Script = Script { stash: 1, ready_at: Some(0) };
+const STASH_AND_READY: Script = Script { stash: 1, ready_at: Some(0), wake_self: false };
+/// First poll: stashes a waker, wakes itself by reference and returns Pending; second poll:
+/// Ready.
+const STASH_YIELD_THEN_READY: Script = Script { stash: 1, ready_at: Some(1), wake_self: true };
 /// First poll: stashes two wakers and returns Pending; second poll: Ready.
-const STASH_TWO_THEN_READY: Script = Script { stash: 2, ready_at: Some(1) };
+const STASH_TWO_THEN_READY: Script = Script { stash: 2, ready_at: Some(1), wake_self: false };
 
 pub(super) struct TestFuture {
     counts: Arc<Counts>,
@@ -180,10 +193,14 @@ impl Future for TestFuture {
         let n = self.counts.polls.fetch_add(1, SeqCst);
         if n == 0 && self.script.stash > 0 {
             let mut stash = self.counts.stash.lock().unwrap();
+            let stash = stash.as_mut().expect("a poll after the stash was closed");
             for _ in 0..self.script.stash {
                 stash.push(cx.waker().clone());
             }
             self.counts.stashed.notify_all();
+        }
+        if n == 0 && self.script.wake_self {
+            cx.waker().wake_by_ref();
         }
         if self.script.ready_at == Some(n) {
             Poll::Ready(Out(self.counts.clone()))
@@ -251,10 +268,20 @@ fn poll_complete<T>(jh: &mut JoinHandle<T>) -> Result<T, JoinError> {
 /// Takes one stashed waker, waiting (on a condvar, not spinning: loom bounds the branches of
 /// a spin loop) for the future's first poll to stash it.
 pub(super) fn take_stashed(counts: &Counts) -> Waker {
+    take_stashed_or_none(counts).expect("the stash was closed before the first poll filled it")
+}
+
+/// [`take_stashed`] for a G that may never be polled: `None` once the stash is closed.
+fn take_stashed_or_none(counts: &Counts) -> Option<Waker> {
     let mut stash = counts.stash.lock().unwrap();
     loop {
-        if let Some(w) = stash.pop() {
-            return w;
+        match stash.as_mut() {
+            None => return None,
+            Some(wakers) => {
+                if let Some(w) = wakers.pop() {
+                    return Some(w);
+                }
+            }
         }
         stash = counts.stashed.wait(stash).unwrap();
     }
@@ -583,7 +610,7 @@ fn shutdown_vs_wake(drain_before_join: bool) {
     model(move || {
         let sh = shared();
         let counts = Counts::new();
-        let mut jh = spawn(&sh, Script { stash: 1, ready_at: None }, &counts);
+        let mut jh = spawn(&sh, STASH_FOREVER, &counts);
         // The first poll, on this thread: the G now waits, its waker in the stash.
         assert_eq!(run_queued(&sh), 1);
         let waker = {
@@ -627,4 +654,63 @@ fn loom_g_shutdown_claim_vs_wake() {
 #[test]
 fn loom_g_shutdown_vs_foreign_wake() {
     shutdown_vs_wake(true);
+}
+
+/// The first clone of the waker takes over the M's reference (`RunRef::Lent`), and the G is
+/// aborted and woken by that clone while it may still be polled: the abort finds it queued
+/// (it is cancelled at its pop, never polled), running
+/// (the M takes a reference back to cancel it), queued, or waiting (the abort queues it with a
+/// reference of its own); the clone's wake drops the reference it holds or hands it to the run
+/// queue. The future is dropped once, the JoinHandle sees `Cancelled`, and the G is freed.
+#[test]
+fn loom_g_lent_reference_vs_abort_and_wake() {
+    model(|| {
+        let sh = shared();
+        let counts = Counts::new();
+        let mut jh = spawn(&sh, STASH_FOREVER, &counts);
+        let m = spawn_m(&sh);
+        let waker = {
+            let counts = counts.clone();
+            thread::spawn(move || take_stashed_or_none(&counts).map(|w| wake(w, WakeBy::Val)))
+        };
+        jh.abort();
+        let runs = m.join().unwrap();
+        // An abort before the poll cancels the G at its pop: nothing is ever stashed.
+        counts.close_stash();
+        waker.join().unwrap();
+        let (more, cancelled) = settle(&sh);
+        assert_eq!(cancelled, 0, "an aborted G finishes without shutdown's help");
+        assert!(runs + more <= 2, "the G was queued twice");
+        assert!(poll_complete(&mut jh).unwrap_err().is_cancelled());
+        drop(jh);
+        counts.assert_dropped_once(false);
+        assert_freed(sh);
+    });
+}
+
+/// A G wakes itself by reference during its first poll (as `yield_now` does: a note on the
+/// polling thread, not a CAS) after the first clone of its waker took over the M's reference,
+/// while another thread wakes it through that clone. The poll's end re-queues it with a
+/// reference taken back in the same CAS; the clone's wake finds it running, queued or complete
+/// and drops its own. The G runs exactly twice and is freed.
+#[test]
+fn loom_g_self_wake_with_lent_reference() {
+    model(|| {
+        let sh = shared();
+        let counts = Counts::new();
+        let jh = spawn(&sh, STASH_YIELD_THEN_READY, &counts);
+        let m = spawn_m(&sh);
+        let waker = {
+            let counts = counts.clone();
+            thread::spawn(move || wake(take_stashed(&counts), WakeBy::Val))
+        };
+        let runs = m.join().unwrap();
+        waker.join().unwrap();
+        let (more, cancelled) = settle(&sh);
+        assert_eq!((runs + more, cancelled), (2, 0), "a wake was lost or doubled");
+        assert_eq!(counts.polls(), 2);
+        drop(poll_complete(&mut { jh }).expect("the G returned"));
+        counts.assert_dropped_once(true);
+        assert_freed(sh);
+    });
 }
