@@ -69,11 +69,14 @@ loom::thread_local! {
 /// functions look at to tell a clone or a wake of the polled G on its own thread (see the
 /// module docs). A poll inside a poll (a `block_on` of another runtime inside a G) saves the
 /// outer record and puts it back.
+///
+/// The thread-local has no destructor, so it is there for as long as the thread runs code;
+/// `try_with` still guards the calls, and a thread whose record is gone notes nothing (every
+/// clone takes a reference, every wake takes the state word's path).
 #[must_use = "a poll's record must be ended"]
 pub(crate) struct Polling {
-    /// The record this one replaced; `None` if the thread-local is gone (the thread is
-    /// exiting), and then nothing is noted and the poll takes the state word's paths.
-    outer: Option<usize>,
+    /// The record this one replaced.
+    outer: usize,
 }
 
 impl Polling {
@@ -83,37 +86,49 @@ impl Polling {
     pub(crate) fn begin(g: NonNull<Header>) -> Polling {
         let addr = g.as_ptr() as usize;
         debug_assert_eq!(addr & FLAGS, 0, "goro: a G's header is not aligned");
-        Polling { outer: POLLING.try_with(|p| p.replace(addr)).ok() }
+        Polling { outer: POLLING.try_with(|p| p.replace(addr)).unwrap_or(0) }
     }
 
     /// Called as soon as the poll returns: what it did with the M's reference and its own
     /// wakes. The poll (`Vtable::poll`) catches a panic, so this always runs.
     #[inline]
     pub(crate) fn end(self) -> (RunRef, SelfWake) {
-        let Some(outer) = self.outer else {
-            return (RunRef::Kept, SelfWake::No);
-        };
-        let word = POLLING.try_with(|p| p.replace(outer)).unwrap_or(0);
+        let word = POLLING.try_with(|p| p.replace(self.outer)).unwrap_or(0);
         let run_ref = if word & LENT != 0 { RunRef::Lent } else { RunRef::Kept };
         let wake = if word & SELF_WOKEN != 0 { SelfWake::Yes } else { SelfWake::No };
         (run_ref, wake)
     }
 }
 
-/// Sets `flag` in this thread's poll record if it records the poll of the G at `data`, and
-/// returns the word as it was there (0 if it records another G, or the thread-local is gone).
+/// Whether the G at `data` is the one this thread polls, its reference not lent yet: then it
+/// is lent now, to the clone being made.
 #[inline]
-fn note_own(data: *const (), flag: usize) -> usize {
+fn lend_run_ref(data: *const ()) -> bool {
     POLLING
         .try_with(|p| {
             let word = p.get();
-            if word & !FLAGS != data as usize {
-                return 0;
+            let unlent = word & !SELF_WOKEN == data as usize;
+            if unlent {
+                p.set(word | LENT);
             }
-            p.set(word | flag);
-            word
+            unlent
         })
-        .unwrap_or(0)
+        .unwrap_or(false)
+}
+
+/// Whether the G at `data` is the one this thread polls: then its wake is noted.
+#[inline]
+fn note_self_wake(data: *const ()) -> bool {
+    POLLING
+        .try_with(|p| {
+            let word = p.get();
+            let own = word & !FLAGS == data as usize;
+            if own {
+                p.set(word | SELF_WOKEN);
+            }
+            own
+        })
+        .unwrap_or(false)
 }
 
 /// # Safety (all four)
@@ -121,10 +136,8 @@ fn note_own(data: *const (), flag: usize) -> usize {
 /// one its poll was given (`borrowed_waker`), used during that poll, whose reference may be
 /// lent to a clone by now: the G is then `RUNNING`, and the all-Gs list's reference keeps it.
 unsafe fn clone(data: *const ()) -> RawWaker {
-    // The first clone of the polled G's waker on its thread takes the M's reference over: the
-    // word recorded the G with the M's reference still unlent.
-    let word = note_own(data, LENT);
-    if word == 0 || word & LENT != 0 {
+    // The first clone of the polled G's waker on its thread takes the M's reference over.
+    if !lend_run_ref(data) {
         // SAFETY: see above.
         let (_, header) = unsafe { g_of(data) };
         header.state.ref_inc();
@@ -147,7 +160,7 @@ unsafe fn wake(data: *const ()) {
 }
 
 unsafe fn wake_by_ref(data: *const ()) {
-    if note_own(data, SELF_WOKEN) != 0 {
+    if note_self_wake(data) {
         // The G wakes itself while it runs: the poll's end re-queues it.
         return;
     }
