@@ -100,35 +100,33 @@ impl Polling {
     }
 }
 
-/// Whether the G at `data` is the one this thread polls, its reference not lent yet: then it
-/// is lent now, to the clone being made.
+/// Sets `flag` in this thread's poll record if the record is of the G at `data` once the bits
+/// of `ignore` are masked out of it; returns whether it did.
 #[inline]
-fn lend_run_ref(data: *const ()) -> bool {
+fn note(data: *const (), ignore: usize, flag: usize) -> bool {
     POLLING
         .try_with(|p| {
             let word = p.get();
-            let unlent = word & !SELF_WOKEN == data as usize;
-            if unlent {
-                p.set(word | LENT);
+            let ours = word & !ignore == data as usize;
+            if ours {
+                p.set(word | flag);
             }
-            unlent
+            ours
         })
         .unwrap_or(false)
+}
+
+/// Whether the G at `data` is the one this thread polls, its reference not lent yet: then it
+/// is lent now, to the clone being made (`LENT` is not masked out: it is lent once).
+#[inline]
+fn lend_run_ref(data: *const ()) -> bool {
+    note(data, SELF_WOKEN, LENT)
 }
 
 /// Whether the G at `data` is the one this thread polls: then its wake is noted.
 #[inline]
 fn note_self_wake(data: *const ()) -> bool {
-    POLLING
-        .try_with(|p| {
-            let word = p.get();
-            let own = word & !FLAGS == data as usize;
-            if own {
-                p.set(word | SELF_WOKEN);
-            }
-            own
-        })
-        .unwrap_or(false)
+    note(data, FLAGS, SELF_WOKEN)
 }
 
 /// # Safety (all four)

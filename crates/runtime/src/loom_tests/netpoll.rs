@@ -53,6 +53,18 @@ fn check_after_shutdown(np: &Netpoll, seen: Seen) {
     assert_eq!(np.waiters(), 0, "the waiter count leaked");
 }
 
+/// A thread that delivers a readable event to `io` as `Netpoll::poll` does: `deliver`, then
+/// the count of the wakers it took, then their wakes.
+fn deliver_readable(np: &Arc<Netpoll>, io: &StdArc<ScheduledIo>) -> thread::JoinHandle<()> {
+    let (np, io) = (np.clone(), io.clone());
+    thread::spawn(move || {
+        let mut out = Vec::new();
+        let n = io.deliver(READABLE, &mut out);
+        np.sub_waiters(n);
+        out.into_iter().for_each(std::task::Waker::wake);
+    })
+}
+
 /// A task registering and polling a source, racing the shutdown: refused, failed at once, or
 /// woken. Covers the shutdown between the task's first look and its waker's registration, and
 /// between the registration and the second look.
@@ -78,15 +90,7 @@ fn loom_netpoll_poll_ready_vs_event_vs_shutdown() {
         let np = Arc::new(Netpoll::new().unwrap());
         let io = StdArc::new(ScheduledIo::new());
         np.add(&io).unwrap();
-        let events = {
-            let (np, io) = (np.clone(), io.clone());
-            thread::spawn(move || {
-                let mut out = Vec::new();
-                let n = io.deliver(READABLE, &mut out);
-                np.sub_waiters(n);
-                out.into_iter().for_each(std::task::Waker::wake);
-            })
-        };
+        let events = deliver_readable(&np, &io);
         let shutdown = {
             let np = np.clone();
             thread::spawn(move || np.shutdown())
@@ -140,15 +144,7 @@ fn loom_netpoll_poll_ready_vs_event() {
         let np = Arc::new(Netpoll::new().unwrap());
         let io = StdArc::new(ScheduledIo::new());
         np.add(&io).unwrap();
-        let poller = {
-            let (np, io) = (np.clone(), io.clone());
-            thread::spawn(move || {
-                let mut out = Vec::new();
-                let n = io.deliver(READABLE, &mut out);
-                np.sub_waiters(n);
-                out.into_iter().for_each(std::task::Waker::wake);
-            })
-        };
+        let poller = deliver_readable(&np, &io);
         let (flag, waker) = Flag::new();
         let first = np.poll_ready(&io, READ, READ_MASK, &waker);
         poller.join().unwrap();
