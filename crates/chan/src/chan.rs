@@ -266,6 +266,7 @@ impl<T> Inner<T> {
 
     /// Go's `chansend` without blocking: hand `v` to a waiting receiver, else buffer it. On
     /// success returns the waker of the receiver to wake once the lock is released.
+    #[inline]
     pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Waker>, TrySendError<T>> {
         if self.closed || self.rx_gone {
             return Err(TrySendError::Closed(v));
@@ -293,6 +294,7 @@ impl<T> Inner<T> {
     /// takes the sender's value directly. A closed channel with values still in flight is
     /// `Empty`, not `Closed`: one of them may come back (module docs). `returned` is the
     /// channel's.
+    #[inline]
     pub(crate) fn try_recv(&mut self, returned: &AtomicUsize) -> Result<(T, Option<Waker>), TryRecvError> {
         if let Some(v) = self.buf.pop_front() {
             let mut waker = None;

@@ -253,6 +253,7 @@ impl<T> WaitQueue<T> {
     /// # Safety
     /// The caller holds the channel lock, and `sg` is either queued in *this* queue or not
     /// queued at all.
+    #[inline]
     pub(crate) unsafe fn remove(&mut self, sg: &Sudog<T>) -> bool {
         // SAFETY: caller contract; neighbours of a queued sudog are live queued sudogs.
         unsafe {
@@ -284,6 +285,7 @@ impl<T> WaitQueue<T> {
     ///
     /// # Safety
     /// The caller holds the channel lock.
+    #[inline]
     pub(crate) unsafe fn dequeue<'a>(&mut self) -> Option<(&'a Sudog<T>, Option<Waker>)> {
         loop {
             // SAFETY: a queued sudog is valid while linked (owners unlink before freeing).

@@ -366,7 +366,7 @@ impl MCtx {
         let who = self.with_curg(raw::Header::who).expect("curg was just set");
         self.poll_start(who.goid);
         // SAFETY: `g` came out of a run queue with the queue's reference.
-        let again = unsafe { g::run(g) };
+        let again = unsafe { g::run(g, self.shared.coarse_clock()) };
         // At once: the G may be freed now, and the poll-end hooks below run code (a value's
         // drop) that may ask for the current G (`go` reads its goid for the parent).
         self.curg.set(outer);

@@ -228,6 +228,12 @@ impl Shared {
         self.clock.coarse_ms.load(Relaxed)
     }
 
+    /// The coarse clock itself, for `g::run` to stamp a parking G with.
+    #[inline]
+    pub(crate) fn coarse_clock(&self) -> &AtomicU32 {
+        &self.clock.coarse_ms
+    }
+
     /// Moves the coarse clock to now and returns it: sysmon, every round; whoever wakes sysmon
     /// from its sleep (the clock stood still while it slept, and a G about to park would be
     /// stamped with the time sysmon fell asleep); and the readers of wait times (the dump of a

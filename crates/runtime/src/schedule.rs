@@ -51,11 +51,6 @@ impl Schedule for Shared {
         })
     }
 
-    #[inline]
-    fn coarse_ms(&self) -> u32 {
-        Shared::coarse_ms(self)
-    }
-
     /// Into the current P's batch of finished Gs when this thread holds a P of this runtime
     /// (unlinked together when the batch fills, with one lock per shard run), else unlinked now.
     fn unlink(&self, g: GPtr) -> Unlink {

@@ -52,6 +52,7 @@ pub fn check_tag(owner: u64, what: &str) {
 /// [`tag`]): in a bubble, a wait on a primitive of another bubble, or of none, is marked as
 /// not durable. Outside bubbles it is `set_wait_reason`. Not part of the stable API.
 #[doc(hidden)]
+#[inline]
 pub fn set_wait_reason_of(reason: WaitReason, owner: u64) {
     #[cfg(loom)]
     if crate::model::set_wait_reason(reason) {

@@ -17,7 +17,7 @@ pub(crate) use join::ModelJoin;
 pub(crate) use raw::{Schedule, Unlink};
 pub use raw::{WaitReason, HEADER_SIZE};
 
-use crate::loom::Ordering::Relaxed;
+use crate::loom::{AtomicU32, Ordering::Relaxed};
 use crate::trace::Stop;
 use raw::Header;
 use state::{RunRef, ToIdle, ToRunning};
@@ -55,9 +55,13 @@ where
 /// Returns the G back if it must be re-queued (it woke itself during the poll, as
 /// `yield_now` does); the caller puts it at the tail of its local queue.
 ///
+/// `clock` is the runtime's coarse clock (`Shared::coarse_clock`), which stamps `parked_at`
+/// when the poll ends with the G waiting: passed by the M, not asked of the G's scheduler,
+/// which would be two indirect calls on every park.
+///
 /// # Safety
 /// The caller owns the queue's reference on `g`.
-pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
+pub(crate) unsafe fn run(g: GPtr, clock: &AtomicU32) -> Option<GPtr> {
     // SAFETY: we own a reference.
     let h = unsafe { g.as_ref() };
     match h.state.transition_to_running() {
@@ -107,7 +111,7 @@ pub(crate) unsafe fn run(g: GPtr) -> Option<GPtr> {
     }
     // When it parked, if it parks (written before the transition: once the G is idle, another
     // M may run and free it). A G woken during the poll is re-queued; the time is unused then.
-    h.parked_at.store(h.scheduler().coarse_ms(), Relaxed);
+    h.parked_at.store(clock.load(Relaxed), Relaxed);
     // The trace's reason for the end of the poll: the G's, so read before the transition too.
     let reason = if traced { h.wait_reason.load(Relaxed) } else { 0 };
     let stop = |how: Stop, why: &str| {

@@ -303,8 +303,6 @@ impl Header {
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// `goready`: `g` was woken while it waited; the run queue's reference is handed over.
     fn ready(&self, g: NonNull<Header>);
-    /// The coarse clock (milliseconds) of `Header::parked_at`.
-    fn coarse_ms(&self) -> u32;
     /// `g` completed, with the all-Gs list's reference: it leaves the list now
     /// ([`Unlink::Done`]), or joins the current P's batch of Gs to unlink later.
     fn unlink(&self, g: NonNull<Header>) -> Unlink;

@@ -67,7 +67,7 @@ pub(super) fn run_queued(sh: &Shared) -> usize {
     while let Some(gp) = sh.global.pop() {
         runs += 1;
         // SAFETY: a G popped from a run queue comes with the queue's reference.
-        if let Some(again) = unsafe { g::run(gp) } {
+        if let Some(again) = unsafe { g::run(gp, sh.coarse_clock()) } {
             sh.global.push(again);
         }
     }
