@@ -99,27 +99,17 @@ impl<T> RecvOp<T> {
 
     /// Polls the receive; on `Ready` the op is reset and may be polled again for the next value.
     ///
+    /// Each path that returns `Pending` because the op waits records the G's wait reason there
+    /// (the runtime clears it at every poll): the paths out of line, so that the inlined fast
+    /// path carries none of that code. A `Pending` from a yield point records none: the G is
+    /// runnable then.
+    ///
     /// # Safety
     /// `self` is pinned (it never moves while parked), and `chan` is the same channel on every
     /// call until the op is ready or cancelled.
     #[inline]
     pub(crate) unsafe fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         chan.check_bubble();
-        // SAFETY: forwarded.
-        let polled = unsafe { self.poll_op(chan, cx) };
-        if polled.is_pending() {
-            // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            chan.park_reason(WaitReason::ChanReceive);
-        }
-        polled
-    }
-
-    /// [`poll`](Self::poll) but for the wait reason.
-    ///
-    /// # Safety
-    /// As for [`poll`](Self::poll).
-    #[inline]
-    unsafe fn poll_op(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
@@ -161,6 +151,7 @@ impl<T> RecvOp<T> {
                     g.park_recv(sg);
                 }
                 drop(g);
+                chan.park_reason(WaitReason::ChanReceive);
                 Poll::Pending
             }
         }
@@ -176,6 +167,7 @@ impl<T> RecvOp<T> {
         let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
         if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
+            chan.park_reason(WaitReason::ChanReceive);
             return Poll::Pending;
         }
         // Settled (the Acquire load in `if_waiting` saw it): the slot is ours again.
@@ -259,26 +251,6 @@ impl<T> SendOp<T> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         chan.check_bubble();
-        // SAFETY: forwarded.
-        let polled = unsafe { self.poll_op(chan, value, cx) };
-        if polled.is_pending() {
-            // Every time it returns `Pending`: the runtime clears the reason at each poll.
-            chan.park_reason(WaitReason::ChanSend);
-        }
-        polled
-    }
-
-    /// [`poll`](Self::poll) but for the wait reason.
-    ///
-    /// # Safety
-    /// As for [`poll`](Self::poll).
-    #[inline]
-    unsafe fn poll_op(
-        &mut self,
-        chan: &Chan<T>,
-        value: &mut Option<T>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<(), SendError<T>>> {
         if self.sg.parked {
             // SAFETY: caller contract.
             return unsafe { self.poll_parked(chan, cx) };
@@ -309,6 +281,7 @@ impl<T> SendOp<T> {
         v: T,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
+        let chan = g.chan();
         match g.try_send(v) {
             Ok(w) => {
                 drop(g);
@@ -327,6 +300,7 @@ impl<T> SendOp<T> {
                     g.park_send(sg);
                 }
                 drop(g);
+                chan.park_reason(WaitReason::ChanSend);
                 Poll::Pending
             }
         }
@@ -340,6 +314,7 @@ impl<T> SendOp<T> {
         let sg = unsafe { self.sg.get() };
         // SAFETY (closure): under the lock, a WAITING sudog is queued and ours to update.
         if if_waiting(sg, chan, |_| unsafe { sg.set_waker(cx.waker()) }) {
+            chan.park_reason(WaitReason::ChanSend);
             return Poll::Pending;
         }
         let out = match sg.state.load(Acquire) {
