@@ -231,3 +231,35 @@ async fn the_test_attribute_runs_a_bubble() {
     assert!(r.is_err());
     assert_eq!(goro::time::now() - start, Duration::from_secs(5));
 }
+
+/// A G whose receive is polled again while it still waits (woken for something else, here by
+/// itself) is still durably blocked on the channel: the second poll records its wait reason
+/// again (the runtime clears it at every poll), so `wait` returns. Without it the G reads as
+/// waiting on something outside the bubble, and `wait` never returns.
+#[test]
+fn a_receive_polled_again_while_waiting_stays_durably_blocked() {
+    use std::future::Future;
+    use std::pin::pin;
+    synctest::test(async {
+        let (tx, rx) = goro::chan::<u32>(0);
+        let polls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let seen = polls.clone();
+        goro::go!(async move {
+            let mut recv = pin!(rx.recv());
+            let v = std::future::poll_fn(|cx| {
+                let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let r = recv.as_mut().poll(cx);
+                if n == 0 {
+                    // A wake that is not the channel's: the G is polled once more, still waiting.
+                    cx.waker().wake_by_ref();
+                }
+                r
+            })
+            .await;
+            assert_eq!(v, Some(7));
+        });
+        synctest::wait().await;
+        assert_eq!(polls.load(std::sync::atomic::Ordering::SeqCst), 2, "polled twice, then blocked");
+        tx.send(7).await.unwrap();
+    });
+}
